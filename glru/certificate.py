@@ -1,0 +1,255 @@
+"""Certificates: what a duality gap at a centre (ŵ, b̂, α̂) proves about a modified optimum.
+
+A :class:`Certificate` is built either from cached sums of an old fit in time proportional to a
+data change (:mod:`glru.updates`, the paper's Theorem 2), or from scratch at any point of any
+problem (:func:`certificate_at`, O(nnz(X))), which is how better centres are plugged in.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import bounds
+from ._validation import check_X
+from .duality import EPS
+
+
+class Certificate:
+    """Sound bounds on the optimum (w*, b*) of a (modified) problem.
+
+    Parameters are the centre and the sums the bounds need; use :func:`certificate_at` or
+    the modification methods of :class:`glru.Fit` rather than this constructor.
+
+    Attributes
+    ----------
+    gap : float
+        Duality gap of the modified problem at the centre, rounded up (never too small).
+    coef_centre, intercept_centre : ndarray, float
+        The centre (ŵ, b̂) the bounds are around.
+    n_samples, n_features : int
+        Size of the modified problem.
+    """
+
+    def __init__(self, *, gap, coef, intercept, n_samples, loss, penalty, fit_intercept,
+                 Xt_alpha, col_norms_sq, dual_domain, build_problem, intercept_data=None):
+        self.gap = float(gap)
+        self.coef_centre = np.asarray(coef, dtype=float)
+        self.intercept_centre = float(intercept)
+        self.n_samples, self.n_features = int(n_samples), self.coef_centre.shape[0]
+        self.loss, self.penalty, self.fit_intercept = loss, penalty, fit_intercept
+        self._Xt_alpha, self._col_norms_sq, self._dual_domain = Xt_alpha, col_norms_sq, dual_domain
+        self._build_problem = build_problem
+        self._intercept_data = intercept_data
+        self._shift = None
+
+    # ---- Theorem 1
+    @property
+    def radius(self):
+        """Primal radius r_P (9): ‖w*_new − ŵ‖₂ ≤ r_P. Raises ValueError when lam = 0."""
+        return bounds.primal_radius(self.gap, self.penalty.strong_convexity)
+
+    @property
+    def dual_radius(self):
+        """Dual radius r_D (11): ‖α*_new − α̂‖₂ ≤ r_D (inf for a non-smooth loss)."""
+        return bounds.dual_radius(self.gap, self.n_samples, self.loss.smoothness)
+
+    def coef_bounds(self):
+        """Per-coefficient box (12) with Remark 2's clipping, intersected with the ball (9)."""
+        lower, upper = np.full(self.n_features, -np.inf), np.full(self.n_features, np.inf)
+        if np.isfinite(self.loss.smoothness):
+            lower, upper = bounds.coefficient_box(
+                self.penalty, self._Xt_alpha, np.sqrt(self._col_norms_sq), self.dual_radius,
+                self.n_samples, *self._dual_domain,
+            )
+        if self.penalty.strong_convexity > 0:
+            r = self.radius
+            lower = np.maximum(lower, self.coef_centre - r - 4 * EPS * np.abs(self.coef_centre))
+            upper = np.minimum(upper, self.coef_centre + r + 4 * EPS * np.abs(self.coef_centre))
+        return lower, upper
+
+    def intercept_bounds(self):
+        """Bounds on the unpenalized intercept b* (see :func:`glru.bounds.intercept_shift_interval`)."""
+        if not self.fit_intercept:
+            return 0.0, 0.0
+        tau_lo, tau_hi = self._intercept_shift()
+        x_ref = self._intercept_data["x_ref"]
+        r = self._radius_or_inf()
+        spread = r * np.linalg.norm(x_ref) * (1 + 4 * EPS) + 4 * EPS * abs(self.intercept_centre)
+        return self.intercept_centre + tau_lo - spread, self.intercept_centre + tau_hi + spread
+
+    # ---- Corollary 1
+    def decision_bounds(self, X_eval):
+        """Sound lower and upper bounds on x·w*_new + b*_new for every row x of ``X_eval``.
+
+        ``X_eval`` is in the modified feature space. Returns the intersection of the
+        Primal-SCB (15) and the Dual-SCB (16) intervals, each of which is sound on its own.
+        """
+        X_eval = check_X(X_eval, name="X_eval", n_features=self.n_features)
+        if self.fit_intercept:
+            return self._decision_bounds_with_intercept(X_eval)
+        lower, upper = np.full(X_eval.shape[0], -np.inf), np.full(X_eval.shape[0], np.inf)
+        if self.penalty.strong_convexity > 0:
+            row_norms = np.sqrt(_row_norms_sq(X_eval))
+            lower, upper = bounds.ball_decision_bounds(X_eval, self.coef_centre, self.radius, row_norms)
+        if np.isfinite(self.loss.smoothness):
+            box_lo, box_hi = bounds.box_decision_bounds(X_eval, *self.coef_bounds())
+            lower, upper = np.maximum(lower, box_lo), np.minimum(upper, box_hi)
+        return lower, upper
+
+    def _decision_bounds_with_intercept(self, X_eval):
+        n_eval = X_eval.shape[0]
+        if not self.penalty.strong_convexity > 0:
+            return np.full(n_eval, -np.inf), np.full(n_eval, np.inf)
+        tau_lo, tau_hi = self._intercept_shift()
+        x_ref = self._intercept_data["x_ref"]
+        r = self.radius
+        dev_norms = _deviation_norms(X_eval, x_ref)
+        lower, upper = bounds.ball_decision_bounds(X_eval, self.coef_centre, r, dev_norms, self.intercept_centre)
+        if np.isfinite(self.loss.smoothness):
+            # (x − x̄)·w* over the box, plus ĉ = b̂ + x̄·ŵ
+            c_hat = self.intercept_centre + x_ref @ self.coef_centre
+            box_lo, box_hi = _box_bounds_shifted(X_eval, x_ref, *self.coef_bounds())
+            err = 2 * (self.n_features + 16) * EPS * (abs(self.intercept_centre) + np.abs(x_ref) @ np.abs(self.coef_centre))
+            lower, upper = np.maximum(lower, box_lo + c_hat - err), np.minimum(upper, box_hi + c_hat + err)
+        return lower + tau_lo, upper + tau_hi
+
+    def _radius_or_inf(self):
+        return self.radius if self.penalty.strong_convexity > 0 else np.inf
+
+    def _intercept_shift(self):
+        if self._shift is None:
+            data = self._intercept_data
+            r = self._radius_or_inf()
+            if not np.isfinite(r):
+                self._shift = (-np.inf, np.inf)
+            else:
+                self._shift = bounds.intercept_shift_interval(
+                    self.loss, data["y"], data["margins"], data["deviation_norms"], r, data["margin_error"]
+                )
+        return self._shift
+
+    # ---- the modified problem itself
+    def problem(self):
+        """The modified :class:`glru.problem.Problem` (materialised on demand, O(nnz))."""
+        return self._build_problem()
+
+    def refit(self, tol=1e-6, **solver_options):
+        """Exact solve of the modified problem, warm-started at the centre. Returns a :class:`glru.Fit`."""
+        from .fit import Fit  # Fit builds certificates; import here to keep modules acyclic
+
+        return Fit.from_problem(
+            self.problem(), tol=tol, coef_init=self.coef_centre, intercept_init=self.intercept_centre,
+            **solver_options,
+        )
+
+    def recentre(self, coef, intercept=None):
+        """A certificate for the same modified problem centred at another point (O(nnz))."""
+        if intercept is None:
+            intercept = self.intercept_centre
+        return certificate_at(self.problem(), coef, intercept)
+
+    def __repr__(self):
+        return (f"Certificate(n_samples={self.n_samples}, n_features={self.n_features}, "
+                f"gap={self.gap:.3g})")
+
+
+def certificate_at(problem, coef, intercept=0.0, gap_evaluation=None):
+    """Certificate for ``problem`` centred at (coef, intercept), α̂ from KKT (8). Cost O(nnz(X)).
+
+    Any centre is valid (Theorem 1 holds for every ŵ and every feasible α̂); a better centre
+    gives a smaller gap and tighter bounds.
+    """
+    coef = np.asarray(coef, dtype=float)
+    if coef.shape != (problem.d,):
+        raise ValueError(f"coef has shape {coef.shape}, expected ({problem.d},).")
+    intercept = float(intercept) if problem.fit_intercept else 0.0
+    ev = gap_evaluation or problem.duality_gap(coef, intercept)
+    intercept_data = None
+    if problem.fit_intercept:
+        x_ref = curvature_weighted_mean(problem.X, problem.loss.second_derivative(problem.y, ev.margins))
+        intercept_data = dict(
+            y=problem.y, margins=ev.margins, x_ref=x_ref,
+            deviation_norms=_deviation_norms(problem.X, x_ref),
+            margin_error=margin_error(problem.abs_X @ np.abs(coef) + abs(intercept), problem.d),
+        )
+    return Certificate(
+        gap=ev.gap, coef=coef, intercept=intercept, n_samples=problem.n, loss=problem.loss,
+        penalty=problem.penalty, fit_intercept=problem.fit_intercept, Xt_alpha=ev.Xt_alpha,
+        col_norms_sq=problem.col_norms_sq, dual_domain=dual_domain_bounds(problem.X, problem.loss, problem.y),
+        build_problem=lambda: problem, intercept_data=intercept_data,
+    )
+
+
+def margin_error(abs_margins, d):
+    """Rounding bound of margins x_i·w + b computed from |x_i|·|w| + |b|."""
+    return 2.0 * (d + 16) * EPS * abs_margins
+
+
+def curvature_weighted_mean(X, curvature):
+    """x̄ = Σ ℓ''_i x_i / Σ ℓ''_i (the plain mean where all curvatures vanish)."""
+    weights = curvature if curvature.sum() > 0 else np.ones(X.shape[0])
+    return np.asarray(X.T @ weights).ravel() / weights.sum()
+
+
+def _deviation_norms(X, x_ref):
+    """Upper bounds on ‖x_i − x̄‖₂ for every row, safe against cancellation."""
+    sq = _row_norms_sq(X) - 2 * np.asarray(X @ x_ref).ravel() + x_ref @ x_ref
+    scale = (np.sqrt(_row_norms_sq(X)) + np.linalg.norm(x_ref)) ** 2
+    return np.sqrt(np.maximum(sq, 0.0) + 4 * (X.shape[1] + 16) * EPS * scale)
+
+
+def _row_norms_sq(X):
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def _box_bounds_shifted(X_eval, shift, lower, upper, chunk=1024):
+    """MinLin/MaxLin of (x − shift) over the box, densifying sparse rows a chunk at a time."""
+    lo, hi = np.empty(X_eval.shape[0]), np.empty(X_eval.shape[0])
+    for start in range(0, X_eval.shape[0], chunk):
+        block = X_eval[start:start + chunk]
+        block = block.toarray() if sp.issparse(block) else block
+        lo[start:start + chunk], hi[start:start + chunk] = bounds.box_decision_bounds(block - shift, lower, upper)
+    return lo, hi
+
+
+def dual_domain_terms(X, loss, y):
+    """Per-column pieces of min/max of X_{:j}·α over α ∈ dom D's box (25): the finite lower
+    and upper sums, the number of infinite terms in each, and Σ_i |X_ij|(|a_i| + |c_i|) over the
+    finite ends (for the rounding bound). Kept as sums so that removing rows is a subtraction
+    (Remark 2's (27g) and (27j))."""
+    dom_lo, dom_hi = loss.conjugate_domain(y)
+    a, c = -dom_hi, -dom_lo  # α_i ∈ [a_i, c_i]
+    a_fin, c_fin = np.where(np.isfinite(a), a, 0.0), np.where(np.isfinite(c), c, 0.0)
+    a_inf, c_inf = (~np.isfinite(a)).astype(float), (~np.isfinite(c)).astype(float)
+    pos, neg = _positive_part(X), _negative_part(X)
+    is_pos, is_neg = (X > 0).astype(float), (X < 0).astype(float)
+    return dict(
+        lower=_tdot(pos, a_fin) + _tdot(neg, c_fin),
+        upper=_tdot(pos, c_fin) + _tdot(neg, a_fin),
+        lower_inf=_tdot(is_pos, a_inf) + _tdot(is_neg, c_inf),
+        upper_inf=_tdot(is_pos, c_inf) + _tdot(is_neg, a_inf),
+        magnitude=_tdot(abs(X), np.abs(a_fin) + np.abs(c_fin)),
+    )
+
+
+def dual_domain_from_terms(terms, n):
+    slack = 2.0 * (n + 16) * EPS * terms["magnitude"]
+    return (np.where(terms["lower_inf"] > 0, -np.inf, terms["lower"] - slack),
+            np.where(terms["upper_inf"] > 0, np.inf, terms["upper"] + slack))
+
+
+def dual_domain_bounds(X, loss, y):
+    return dual_domain_from_terms(dual_domain_terms(X, loss, y), X.shape[0])
+
+
+def _tdot(M, v):
+    return np.asarray(M.T @ v).ravel()
+
+
+def _positive_part(X):
+    return X.maximum(0) if sp.issparse(X) else np.maximum(X, 0.0)
+
+
+def _negative_part(X):
+    return X.minimum(0) if sp.issparse(X) else np.minimum(X, 0.0)

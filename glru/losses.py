@@ -1,0 +1,232 @@
+"""Loss functions ℓ_y(t) of a linear prediction t = x·w + b, with their convex conjugates.
+
+Each loss is one small class, vectorised over arrays of labels ``y`` and predictions ``t``
+(the paper's Appendix A, with its typos corrected and every formula checked numerically in
+``tests/test_losses.py``):
+
+- ``value(y, t)``                ℓ_y(t)
+- ``derivative(y, t)``           ℓ'_y(t) (all five losses are continuously differentiable)
+- ``second_derivative(y, t)``    ℓ''_y(t), the generalised second derivative at kinks of ℓ'
+                                 (as LIBLINEAR uses for the squared hinge)
+- ``conjugate(y, s)``            ℓ*_y(s) = sup_t [s t − ℓ_y(t)], +inf outside its domain
+- ``conjugate_domain(y)``        the closed interval dom ℓ*_y = [inf ℓ'_y, sup ℓ'_y] as two arrays
+- ``smoothness``                 μ such that ℓ'_y is μ-Lipschitz (needed by Theorem 1 (ii))
+
+In the dual, α_i = −ℓ'_{y_i}(t_i), so α_i ranges over −dom ℓ*_{y_i}; every loss here has
+min ℓ = 0, hence ℓ*_y(0) = 0 and 0 ∈ dom ℓ*_y, which the certificates use to keep a dual point
+feasible while rescaling it.
+"""
+
+import numpy as np
+from scipy.special import expit, xlogy
+
+__all__ = [
+    "Loss",
+    "Squared",
+    "Huber",
+    "SquaredHinge",
+    "SmoothedHinge",
+    "Logistic",
+    "get_loss",
+]
+
+
+def _outside_to_inf(values, inside):
+    return np.where(inside, values, np.inf)
+
+
+class Loss:
+    """Base class: a convex, differentiable loss ℓ_y(t) with min_t ℓ_y(t) = 0."""
+
+    #: True when labels must be exactly two classes, encoded −1/+1.
+    is_classification = False
+    #: Lipschitz constant of ℓ'_y (the loss is ``smoothness``-smooth).
+    smoothness = np.inf
+
+    def value(self, y, t):
+        raise NotImplementedError
+
+    def derivative(self, y, t):
+        raise NotImplementedError
+
+    def second_derivative(self, y, t):
+        raise NotImplementedError
+
+    def conjugate(self, y, s):
+        raise NotImplementedError
+
+    def conjugate_domain(self, y):
+        raise NotImplementedError
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({params})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self):
+        return hash((type(self), tuple(sorted(vars(self).items()))))
+
+
+class Squared(Loss):
+    """ℓ_y(t) = ½ (t − y)²; ℓ*_y(s) = ½ s² + y s on all of ℝ; 1-smooth."""
+
+    smoothness = 1.0
+
+    def value(self, y, t):
+        return 0.5 * (t - y) ** 2
+
+    def derivative(self, y, t):
+        return t - y
+
+    def second_derivative(self, y, t):
+        return np.ones_like(np.asarray(t, dtype=float))
+
+    def conjugate(self, y, s):
+        return 0.5 * s * s + y * s
+
+    def conjugate_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return np.full_like(y, -np.inf), np.full_like(y, np.inf)
+
+
+class Huber(Loss):
+    """ℓ_y(t) = ½{(t − y)² − ([|t − y| − γ]₊)²}; ℓ*_y(s) = ½ s² + y s on |s| ≤ γ; 1-smooth."""
+
+    smoothness = 1.0
+
+    def __init__(self, gamma=1.0):
+        if not gamma > 0:
+            raise ValueError(f"Huber gamma must be > 0, got {gamma!r}.")
+        self.gamma = float(gamma)
+
+    def value(self, y, t):
+        r = np.abs(t - y)
+        excess = np.maximum(r - self.gamma, 0.0)
+        return 0.5 * (r * r - excess * excess)
+
+    def derivative(self, y, t):
+        return np.clip(t - y, -self.gamma, self.gamma)
+
+    def second_derivative(self, y, t):
+        return (np.abs(t - y) < self.gamma).astype(float)
+
+    def conjugate(self, y, s):
+        return _outside_to_inf(0.5 * s * s + y * s, np.abs(s) <= self.gamma)
+
+    def conjugate_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return np.full_like(y, -self.gamma), np.full_like(y, self.gamma)
+
+
+class SquaredHinge(Loss):
+    """ℓ_y(t) = ([1 − y t]₊)², y ∈ {−1, +1}; ℓ*_y(s) = (s² + 4 y s)/4 on y s ≤ 0; 2-smooth."""
+
+    is_classification = True
+    smoothness = 2.0
+
+    def value(self, y, t):
+        return np.maximum(1.0 - y * t, 0.0) ** 2
+
+    def derivative(self, y, t):
+        return -2.0 * y * np.maximum(1.0 - y * t, 0.0)
+
+    def second_derivative(self, y, t):
+        return 2.0 * (y * t < 1.0)
+
+    def conjugate(self, y, s):
+        return _outside_to_inf(0.25 * s * s + y * s, y * s <= 0.0)
+
+    def conjugate_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return np.where(y > 0, -np.inf, 0.0), np.where(y > 0, 0.0, np.inf)
+
+
+class SmoothedHinge(Loss):
+    """Smoothed hinge with parameter γ, y ∈ {−1, +1}; (1/γ)-smooth.
+
+    ℓ_y(t) = 0 if y t ≥ 1, (1 − y t)²/(2γ) if 1 − γ ≤ y t ≤ 1, 1 − y t − γ/2 otherwise.
+    ℓ*_y(s) = y s + γ s²/2 on −1 ≤ y s ≤ 0 (the paper's ½γ[(γys + y)² − 1]/γ² form simplified;
+    the paper calls the loss "γ-smooth", but ℓ'' = 1/γ on the quadratic piece).
+    """
+
+    is_classification = True
+
+    def __init__(self, gamma=1.0):
+        if not gamma > 0:
+            raise ValueError(f"SmoothedHinge gamma must be > 0, got {gamma!r}.")
+        self.gamma = float(gamma)
+
+    @property
+    def smoothness(self):
+        return 1.0 / self.gamma
+
+    def value(self, y, t):
+        z = 1.0 - y * t
+        return np.where(
+            z <= 0.0, 0.0, np.where(z <= self.gamma, z * z / (2 * self.gamma), z - self.gamma / 2)
+        )
+
+    def derivative(self, y, t):
+        z = 1.0 - y * t
+        return -y * np.clip(z / self.gamma, 0.0, 1.0)
+
+    def second_derivative(self, y, t):
+        z = 1.0 - y * t
+        return ((z > 0.0) & (z < self.gamma)) / self.gamma
+
+    def conjugate(self, y, s):
+        ys = y * s
+        return _outside_to_inf(ys + 0.5 * self.gamma * s * s, (ys >= -1.0) & (ys <= 0.0))
+
+    def conjugate_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return np.where(y > 0, -1.0, 0.0), np.where(y > 0, 0.0, 1.0)
+
+
+class Logistic(Loss):
+    """ℓ_y(t) = log(1 + exp(−y t)), y ∈ {−1, +1}; (1/4)-smooth.
+
+    ℓ*_y(s) = (1 + ys) log(1 + ys) + (−ys) log(−ys) on −1 ≤ y s ≤ 0 (0 log 0 = 0).
+    """
+
+    is_classification = True
+    smoothness = 0.25
+
+    def value(self, y, t):
+        return np.logaddexp(0.0, -y * t)
+
+    def derivative(self, y, t):
+        return -y * expit(-y * t)
+
+    def second_derivative(self, y, t):
+        p = expit(y * t)
+        return p * (1.0 - p)
+
+    def conjugate(self, y, s):
+        u = np.clip(y * s, -1.0, 0.0)
+        return _outside_to_inf(xlogy(1.0 + u, 1.0 + u) + xlogy(-u, -u), (y * s >= -1.0) & (y * s <= 0.0))
+
+    def conjugate_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return np.where(y > 0, -1.0, 0.0), np.where(y > 0, 0.0, 1.0)
+
+
+_LOSSES = {
+    "squared": Squared,
+    "huber": Huber,
+    "squared_hinge": SquaredHinge,
+    "smoothed_hinge": SmoothedHinge,
+    "logistic": Logistic,
+}
+
+
+def get_loss(loss):
+    """Return a :class:`Loss` from a name in ``{"squared", "huber", "squared_hinge",
+    "smoothed_hinge", "logistic"}`` (γ = 1 for the two that take one) or a Loss instance."""
+    if isinstance(loss, Loss):
+        return loss
+    if isinstance(loss, str) and loss in _LOSSES:
+        return _LOSSES[loss]()
+    raise ValueError(f"Unknown loss {loss!r}; expected one of {sorted(_LOSSES)} or a glru.losses.Loss instance.")

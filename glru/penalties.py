@@ -1,0 +1,89 @@
+"""Separable penalties Σ_j ρ(w_j) on the coefficients, with their convex conjugates.
+
+The intercept is never part of the penalty: an unpenalized intercept b has ρ_b = 0, whose
+conjugate is the indicator of {0}; in the dual it becomes the constraint Σ_i α_i = 0, which
+:mod:`glru.dual` enforces. A penalized intercept is an ordinary column of constants.
+
+Each penalty provides, vectorised over coefficients:
+
+- ``value(w)``                   Σ_j ρ(w_j)
+- ``conjugate(s)``               Σ_j ρ*(s_j)
+- ``conjugate_gradient(s)``      ∂ρ*(s) (single-valued when ``strong_convexity`` > 0)
+- ``conjugate_gradient_bounds``  inf and sup of ∂ρ*(s), ±inf where unbounded (lam = 0)
+- ``strong_convexity``           λ: ρ is λ-strongly convex (Theorem 1 (i) needs λ > 0)
+"""
+
+import numpy as np
+
+__all__ = ["ElasticNet", "L2", "get_penalty"]
+
+
+class ElasticNet:
+    """ρ(t) = (lam/2) t² + kappa |t|, lam ≥ 0, kappa ≥ 0.
+
+    ρ*(s) = ([|s| − kappa]₊)² / (2 lam) and ∂ρ*(s) = sign(s)[|s| − kappa]₊ / lam; with
+    lam = 0 (lasso) ρ* is the indicator of [−kappa, kappa] and ∂ρ* is 0 inside, ±∞ outside.
+    """
+
+    def __init__(self, lam, kappa=0.0):
+        lam, kappa = float(lam), float(kappa)
+        if not (np.isfinite(lam) and lam >= 0):
+            raise ValueError(f"lam must be a finite number >= 0, got {lam!r}.")
+        if not (np.isfinite(kappa) and kappa >= 0):
+            raise ValueError(f"kappa must be a finite number >= 0, got {kappa!r}.")
+        self.lam, self.kappa = lam, kappa
+
+    @property
+    def strong_convexity(self):
+        return self.lam
+
+    def value(self, w):
+        return 0.5 * self.lam * np.dot(w, w) + self.kappa * np.abs(w).sum()
+
+    def value_terms(self, w):
+        """ρ(w_j) for each j."""
+        return 0.5 * self.lam * w * w + self.kappa * np.abs(w)
+
+    def _excess(self, s):
+        return np.maximum(np.abs(s) - self.kappa, 0.0)
+
+    def conjugate_terms(self, s):
+        """ρ*(s_j) for each j."""
+        e = self._excess(s)
+        if self.lam > 0:
+            return e * e / (2 * self.lam)
+        return np.where(e > 0, np.inf, 0.0)
+
+    def conjugate(self, s):
+        return self.conjugate_terms(s).sum()
+
+    def conjugate_gradient(self, s):
+        if self.lam == 0:
+            raise ValueError("∂ρ* is set-valued when lam = 0; use conjugate_gradient_bounds.")
+        return np.sign(s) * self._excess(s) / self.lam
+
+    def conjugate_gradient_bounds(self, s_lower, s_upper):
+        """Sound bounds [inf ∂ρ*(s_lower), sup ∂ρ*(s_upper)]: ∂ρ* is monotone."""
+        if self.lam > 0:
+            return self.conjugate_gradient(s_lower), self.conjugate_gradient(s_upper)
+        lower = np.where(s_lower >= self.kappa, 0.0, np.where(s_lower > -self.kappa, 0.0, -np.inf))
+        upper = np.where(s_upper <= -self.kappa, 0.0, np.where(s_upper < self.kappa, 0.0, np.inf))
+        return lower, upper
+
+    def __repr__(self):
+        return f"{type(self).__name__}(lam={self.lam!r}, kappa={self.kappa!r})"
+
+
+class L2(ElasticNet):
+    """ρ(t) = (lam/2) t²; ρ*(s) = s²/(2 lam); ∂ρ*(s) = s/lam."""
+
+    def __init__(self, lam):
+        super().__init__(lam, 0.0)
+
+    def __repr__(self):
+        return f"L2(lam={self.lam!r})"
+
+
+def get_penalty(lam, kappa=0.0):
+    """The penalty of ``(lam/2)‖w‖² + kappa‖w‖₁``."""
+    return L2(lam) if float(kappa) == 0.0 else ElasticNet(lam, kappa)

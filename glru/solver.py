@@ -1,0 +1,275 @@
+"""Warm-started solvers that stop on the relative duality gap, or earlier when a caller's
+question is already answered (the paper's Remark 3).
+
+- ``"newton"``: SciPy's trust-region Newton-CG (``method="trust-ncg"`` with Hessian-vector
+  products), the same algorithm family as LIBLINEAR's ``newton.cpp``; it sees only the
+  problem's ``fun``, ``grad`` and ``hessp``. Works for every smooth loss, dense or CSR, with or
+  without an intercept, and evaluates an early-exit predicate at every iterate.
+- ``"liblinear"``: LIBLINEAR's own trust-region Newton (``liblinear-official``), warm-started
+  with ``init_sol``; ``-R`` leaves the bias unregularized. Logistic, squared hinge and squared
+  loss with an L2 penalty only. Its own stopping rule is a gradient norm, so it is rerun with a
+  tenfold smaller tolerance, warm-started, until the duality gap is small enough.
+- ``"l-bfgs-b"``: the elastic net (kappa > 0) is not smooth. It is solved as a bound-constrained
+  smooth problem in (w⁺, w⁻) ≥ 0 with SciPy's L-BFGS-B, then polished by trust-region Newton on
+  the active orthant (fixed signs make the L1 term linear), which reaches the exact optimum once
+  the signs are right; the duality gap decides when to stop either way.
+
+``method="auto"`` picks LIBLINEAR where it applies and no early exit is asked for (it was faster
+in ``benchmarks/bench_solvers.py``, see ``docs/benchmarks.md``), the elastic-net path when
+kappa > 0, and trust-region Newton otherwise.
+"""
+
+import ctypes
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .bounds import _approximate_root
+from .losses import Logistic, Squared, SquaredHinge
+from .penalties import L2
+from .problem import Problem
+
+METHODS = ("auto", "newton", "liblinear", "l-bfgs-b")
+
+
+class SolverResult:
+    """Outcome of a solve: the point, its gap evaluation, and how the solve ended."""
+
+    def __init__(self, coef, intercept, evaluation, n_iter, converged, stopped_early, method):
+        self.coef, self.intercept, self.evaluation = coef, intercept, evaluation
+        self.n_iter, self.converged, self.stopped_early, self.method = n_iter, converged, stopped_early, method
+
+
+def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=1000,
+          stop_when=None, method="auto"):
+    """Minimise ``problem``'s primal until relative gap ≤ ``tol`` or ``stop_when`` holds.
+
+    Parameters
+    ----------
+    problem : glru.problem.Problem
+    coef_init, intercept_init : warm start (zeros by default).
+    tol : float
+        Stop when (P − D)/P ≤ tol (the paper's criterion, default 1e-6).
+    max_iter : int
+        Outer iterations of the chosen method.
+    stop_when : callable(Certificate) -> bool, optional
+        Early exit: evaluated on a certificate of each iterate (O(nnz) each); the solve stops
+        as soon as it returns True, e.g. once the sign of a held-out prediction is certified.
+    method : {"auto", "newton", "liblinear", "l-bfgs-b"}
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
+    if not tol > 0:
+        raise ValueError(f"tol must be > 0, got {tol!r}.")
+    coef = np.zeros(problem.d) if coef_init is None else np.array(coef_init, dtype=float)
+    intercept = float(intercept_init) if problem.fit_intercept else 0.0
+    if method == "auto":
+        method = _auto_method(problem, stop_when)
+    if method == "liblinear":
+        if not _liblinear_applies(problem):
+            raise ValueError("method='liblinear' needs an L2 penalty and a logistic, squared_hinge or squared loss.")
+        if stop_when is not None:
+            raise ValueError("method='liblinear' cannot evaluate stop_when; use method='newton'.")
+        return _solve_liblinear(problem, coef, intercept, tol, max_iter)
+    if problem.penalty.kappa > 0:
+        return _solve_elastic_net(problem, coef, intercept, tol, max_iter, stop_when)
+    if method == "l-bfgs-b":
+        raise ValueError("method='l-bfgs-b' is the elastic-net path; it needs kappa > 0.")
+    return _solve_newton(problem, coef, intercept, tol, max_iter, stop_when)
+
+
+def _auto_method(problem, stop_when):
+    if problem.penalty.kappa > 0:
+        return "l-bfgs-b"
+    if stop_when is None and _liblinear_applies(problem):
+        return "liblinear"
+    return "newton"
+
+
+def optimal_intercept(problem, coef, intercept):
+    """argmin_b Σ ℓ(x_i·w + b) for fixed w (a 1-D monotone root), or ``intercept`` if none."""
+    base = problem.X @ coef
+    root = _approximate_root(lambda t: problem.loss.derivative(problem.y, base + intercept + t).sum(), 1.0)
+    return intercept if root is None or not np.isfinite(root) else intercept + root
+
+
+class _GapMonitor:
+    """Evaluates the gap (and the early-exit predicate) at iterates; raises StopIteration."""
+
+    def __init__(self, problem, tol, stop_when):
+        self.problem, self.tol, self.stop_when = problem, tol, stop_when
+        self.best = None
+        self.stopped_early = False
+        self.n_checks = 0
+
+    def check(self, coef, intercept):
+        problem = self.problem
+        if problem.fit_intercept:
+            intercept = optimal_intercept(problem, coef, intercept)
+        ev = problem.duality_gap(coef, intercept)
+        self.n_checks += 1
+        if self.best is None or ev.gap <= self.best[2].gap:
+            self.best = (coef.copy(), intercept, ev)
+        if ev.converged(self.tol):
+            return True
+        if self.stop_when is not None:
+            from .certificate import certificate_at
+
+            if self.stop_when(certificate_at(problem, coef, intercept, ev)):
+                self.stopped_early = True
+                return True
+        return False
+
+    def result(self, method, n_iter):
+        coef, intercept, ev = self.best
+        converged = ev.converged(self.tol)
+        return SolverResult(coef, intercept, ev, n_iter, converged, self.stopped_early and not converged, method)
+
+
+def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when):
+    monitor = _GapMonitor(problem, tol, stop_when)
+    if monitor.check(coef, intercept):
+        return monitor.result("newton", 0)
+    n_iter = 0
+    z = problem.join(coef, monitor.best[1])
+    for _ in range(3):  # trust-ncg may stop on a too-small trust region near the optimum; restart
+        iterations = []
+
+        def callback(intermediate_result):
+            iterations.append(1)
+            if monitor.check(*problem.split(intermediate_result.x)):
+                raise StopIteration
+
+        res = minimize(problem.fun, z, jac=problem.grad, hessp=problem.hessp, method="trust-ncg",
+                       callback=callback, options=dict(gtol=0.0, maxiter=max(max_iter - n_iter, 1)))
+        n_iter += len(iterations)
+        if res.status == 99 or n_iter >= max_iter:
+            break
+        if monitor.check(*problem.split(res.x)):
+            break
+        z = res.x
+    return monitor.result("newton", n_iter)
+
+
+# ---------------------------------------------------------------- LIBLINEAR
+_LIBLINEAR_SOLVER = {Logistic: 0, SquaredHinge: 2, Squared: 11}
+
+
+def _liblinear_applies(problem):
+    if not (type(problem.penalty) is L2 and problem.penalty.lam > 0 and type(problem.loss) in _LIBLINEAR_SOLVER):
+        return False
+    # with a single class LIBLINEAR returns a degenerate model
+    return not problem.loss.is_classification or (problem.y.min() < 0 < problem.y.max())
+
+
+def _solve_liblinear(problem, coef, intercept, tol, max_iter):
+    from liblinear import liblinear as ll
+
+    solver = _LIBLINEAR_SOLVER[type(problem.loss)]
+    # LIBLINEAR minimises ½‖w‖² + C Σ ℓ(x_i·w); ours is λ(½‖w‖² + (1/(nλ)) Σ ℓ). Its "L2-loss SVR"
+    # with p = 0 is (t − y)², twice our squared loss.
+    C = 1.0 / (problem.n * problem.penalty.lam) / (2.0 if solver == 11 else 1.0)
+    options = f"-s {solver} -c {C!r} -q" + (" -p 0" if solver == 11 else "")
+    if problem.fit_intercept:
+        options += " -B 1 -R"
+    ll_problem = ll.problem(problem.y, problem.X)
+    ll_problem.set_bias(1.0 if problem.fit_intercept else -1.0)
+    monitor = _GapMonitor(problem, tol, None)
+    if monitor.check(coef, intercept):
+        return monitor.result("liblinear", 0)
+    eps = 1e-2 if solver != 11 else 1e-4
+    z = problem.join(coef, monitor.best[1])
+    n_iter = 0
+    while n_iter < max_iter:
+        n_iter += 1
+        param = ll.parameter(options + f" -e {eps!r}")
+        init = (ctypes.c_double * z.shape[0])(*z)
+        param.init_sol = ctypes.cast(init, ctypes.POINTER(ctypes.c_double))
+        error = ll.liblinear.check_parameter(ll_problem, param)
+        if error:
+            raise ValueError(f"LIBLINEAR rejected its parameters: {error.decode()}")
+        model = ll.liblinear.train(ll_problem, param)
+        model = ll.toPyModel(model)
+        # LIBLINEAR orders the labels +1, −1 for a ±1 target, so w needs no sign flip
+        z = np.ctypeslib.as_array(model.w, shape=(z.shape[0],)).copy()
+        if monitor.check(*problem.split(z)) or eps < 1e-15:
+            break
+        eps /= 10.0
+    return monitor.result("liblinear", n_iter)
+
+
+# ---------------------------------------------------------------- elastic net
+def _solve_elastic_net(problem, coef, intercept, tol, max_iter, stop_when):
+    monitor = _GapMonitor(problem, tol, stop_when)
+    if monitor.check(coef, intercept):
+        return monitor.result("l-bfgs-b", 0)
+    d, kappa = problem.d, problem.penalty.kappa
+    n_iter = 0
+
+    def fun_grad(v):
+        w, b = v[:d] - v[d:2 * d], v[2 * d:]
+        z = problem.join(w, b[0] if problem.fit_intercept else 0.0)
+        g = problem.grad(z)
+        value = problem.fun(z) + kappa * v[:2 * d].sum()
+        grad = np.concatenate([g[:d] + kappa, -g[:d] + kappa, g[d:]])
+        return value, grad
+
+    def callback(intermediate_result):
+        nonlocal n_iter
+        n_iter += 1
+        v = intermediate_result.x
+        b = v[2 * d] if problem.fit_intercept else 0.0
+        if monitor.check(v[:d] - v[d:2 * d], b):
+            raise StopIteration
+
+    v0 = np.concatenate([np.maximum(coef, 0), np.maximum(-coef, 0), [monitor.best[1]] if problem.fit_intercept else []])
+    bounds = [(0, None)] * (2 * d) + [(None, None)] * int(problem.fit_intercept)
+    # A loose L-BFGS-B phase finds the signs; the orthant Newton polish makes it exact.
+    minimize(fun_grad, v0, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
+             options=dict(maxiter=max_iter, ftol=0.0, gtol=0.0, maxcor=20))
+    if monitor.best[2].relative_gap > tol and not monitor.stopped_early:
+        n_iter += _polish_orthant(problem, monitor, max_iter)
+    return monitor.result("l-bfgs-b", n_iter)
+
+
+def _polish_orthant(problem, monitor, max_rounds):
+    """Trust-region Newton on the orthant of the best point, with its support fixed.
+
+    With signs σ fixed on a support S, κ‖w‖₁ = κ σ·w_S is linear, so the restricted problem is
+    smooth and strongly convex; its solution is the elastic-net optimum if it keeps the signs
+    and |∂f/∂w_j| ≤ κ off the support. Violators are moved in or out and the round repeats.
+    """
+    kappa, rounds = problem.penalty.kappa, 0
+    for rounds in range(1, min(max_rounds, 20) + 1):
+        coef, intercept, _ = monitor.best
+        grad = problem.grad(problem.join(coef, intercept))[:problem.d]
+        signs = np.sign(coef)
+        entering = (signs == 0) & (np.abs(grad) > kappa)
+        signs[entering] = -np.sign(grad[entering])
+        support = np.flatnonzero(signs)
+        sub = Problem(problem.X[:, support], problem.y, problem.loss, L2(problem.penalty.lam), problem.fit_intercept)
+        linear = np.append(kappa * signs[support], 0.0) if problem.fit_intercept else kappa * signs[support]
+        z0 = sub.join(coef[support], intercept)
+        res = minimize(lambda z: sub.fun(z) + linear @ z, z0, jac=lambda z: sub.grad(z) + linear,
+                       hessp=sub.hessp, method="trust-ncg", options=dict(gtol=1e-14, maxiter=200))
+        w_s, b = sub.split(res.x)
+        w_s = np.where(np.sign(w_s) == signs[support], w_s, 0.0)  # project back onto the orthant
+        new = np.zeros(problem.d)
+        new[support] = w_s
+        if monitor.check(new, b):
+            break
+        if monitor.best[0] is not None and not np.array_equal(monitor.best[0], new):
+            break  # no progress: the polish did not improve on the best point
+    return rounds
+
+
+def warn_not_converged(result, tol):
+    if not result.converged and not result.stopped_early:
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(
+            f"glru solver ({result.method}) stopped at relative gap {result.evaluation.relative_gap:.3g} "
+            f"> tol={tol:g} after {result.n_iter} iterations; increase max_iter.",
+            ConvergenceWarning, stacklevel=3,
+        )
