@@ -8,7 +8,7 @@ problem (:func:`certificate_at`, O(nnz(X))), which is how better centres are plu
 import numpy as np
 import scipy.sparse as sp
 
-from . import bounds
+from . import bounds, intercept
 from ._validation import check_X
 from .duality import EPS
 
@@ -39,7 +39,7 @@ class Certificate:
         self._Xt_alpha, self._col_norms_sq, self._dual_domain = Xt_alpha, col_norms_sq, dual_domain
         self._build_problem = build_problem
         self._intercept_data = intercept_data
-        self._shift = None
+        self._shifts = {}
 
     # ---- Theorem 1
     @property
@@ -66,26 +66,33 @@ class Certificate:
             upper = np.minimum(upper, self.coef_centre + r + 4 * EPS * np.abs(self.coef_centre))
         return lower, upper
 
-    def intercept_bounds(self):
-        """Bounds on the unpenalized intercept b* (see :func:`glru.bounds.intercept_shift_interval`)."""
+    def intercept_bounds(self, intercept="fast"):
+        """Bounds on the unpenalized intercept b* (see :mod:`glru.intercept`).
+
+        ``intercept="fast"`` bounds it from cached sums in O(1) where the loss allows (logistic,
+        squared), ``"exact"`` evaluates all n rows (tighter when the radius is large)."""
         if not self.fit_intercept:
             return 0.0, 0.0
-        tau_lo, tau_hi = self._intercept_shift()
+        tau_lo, tau_hi = self._intercept_shift(intercept)
         x_ref = self._intercept_data["x_ref"]
         r = self._radius_or_inf()
         spread = r * np.linalg.norm(x_ref) * (1 + 4 * EPS) + 4 * EPS * abs(self.intercept_centre)
         return self.intercept_centre + tau_lo - spread, self.intercept_centre + tau_hi + spread
 
     # ---- Corollary 1
-    def decision_bounds(self, X_eval):
+    def decision_bounds(self, X_eval, intercept="fast"):
         """Sound lower and upper bounds on x·w*_new + b*_new for every row x of ``X_eval``.
 
         ``X_eval`` is in the modified feature space. Returns the intersection of the
         Primal-SCB (15) and the Dual-SCB (16) intervals, each of which is sound on its own.
+        With an unpenalized intercept, ``intercept`` chooses its bound as in
+        :meth:`intercept_bounds`.
         """
+        if intercept not in ("fast", "exact"):
+            raise ValueError(f"intercept must be 'fast' or 'exact', got {intercept!r}.")
         X_eval = check_X(X_eval, name="X_eval", n_features=self.n_features)
         if self.fit_intercept:
-            return self._decision_bounds_with_intercept(X_eval)
+            return self._decision_bounds_with_intercept(X_eval, intercept)
         lower, upper = np.full(X_eval.shape[0], -np.inf), np.full(X_eval.shape[0], np.inf)
         if self.penalty.strong_convexity > 0:
             row_norms = np.sqrt(_row_norms_sq(X_eval))
@@ -95,11 +102,11 @@ class Certificate:
             lower, upper = np.maximum(lower, box_lo), np.minimum(upper, box_hi)
         return lower, upper
 
-    def _decision_bounds_with_intercept(self, X_eval):
+    def _decision_bounds_with_intercept(self, X_eval, intercept):
         n_eval = X_eval.shape[0]
         if not self.penalty.strong_convexity > 0:
             return np.full(n_eval, -np.inf), np.full(n_eval, np.inf)
-        tau_lo, tau_hi = self._intercept_shift()
+        tau_lo, tau_hi = self._intercept_shift(intercept)
         x_ref = self._intercept_data["x_ref"]
         r = self.radius
         dev_norms = _deviation_norms(X_eval, x_ref)
@@ -115,17 +122,13 @@ class Certificate:
     def _radius_or_inf(self):
         return self.radius if self.penalty.strong_convexity > 0 else np.inf
 
-    def _intercept_shift(self):
-        if self._shift is None:
+    def _intercept_shift(self, how):
+        """[τ_lo, τ_hi] of :mod:`glru.intercept`, from cached sums (O(1)) or all rows (O(n))."""
+        if how not in self._shifts:
             data = self._intercept_data
-            r = self._radius_or_inf()
-            if not np.isfinite(r):
-                self._shift = (-np.inf, np.inf)
-            else:
-                self._shift = bounds.intercept_shift_interval(
-                    self.loss, data["y"], data["margins"], data["deviation_norms"], r, data["margin_error"]
-                )
-        return self._shift
+            self._shifts[how] = intercept.shift_interval(
+                self.loss, self._radius_or_inf(), data.get("sums"), data["rows"], exact=how == "exact")
+        return self._shifts[how]
 
     # ---- the modified problem itself
     def problem(self):
@@ -166,11 +169,10 @@ def certificate_at(problem, coef, intercept=0.0, gap_evaluation=None):
     intercept_data = None
     if problem.fit_intercept:
         x_ref = curvature_weighted_mean(problem.X, problem.loss.second_derivative(problem.y, ev.margins))
-        intercept_data = dict(
-            y=problem.y, margins=ev.margins, x_ref=x_ref,
-            deviation_norms=_deviation_norms(problem.X, x_ref),
-            margin_error=margin_error(problem.abs_X @ np.abs(coef) + abs(intercept), problem.d),
-        )
+        rows = (problem.y, ev.margins, _deviation_norms(problem.X, x_ref),
+                margin_error(problem.abs_X @ np.abs(coef) + abs(intercept), problem.d))
+        # from scratch the rows are at hand: the exact bracket is the tighter one
+        intercept_data = dict(x_ref=x_ref, rows=lambda: rows)
     return Certificate(
         gap=ev.gap, coef=coef, intercept=intercept, n_samples=problem.n, loss=problem.loss,
         penalty=problem.penalty, fit_intercept=problem.fit_intercept, Xt_alpha=ev.Xt_alpha,

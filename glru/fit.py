@@ -8,6 +8,7 @@ from ._validation import check_regression_target, check_X, check_y, encode_binar
 from .certificate import (
     certificate_at, curvature_weighted_mean, dual_domain_terms, margin_error, _deviation_norms,
 )
+from .intercept import RowSums
 from .losses import get_loss
 from .penalties import get_penalty
 from .problem import Problem
@@ -117,6 +118,8 @@ class Fit:
         if p.fit_intercept:
             self.x_ref_ = curvature_weighted_mean(p.X, self.curvature_)
             self.deviation_norms_ = _deviation_norms(p.X, self.x_ref_)
+            self.row_sums_ = RowSums.of(p.loss, p.y, ev.margins, self.deviation_norms_,
+                                        self.margin_error_(self.abs_margins_))
             self.sign_parts_ = {side: updates.SignPart(p.X, ev.alpha, conj, side) for side in (1, -1)}
 
     # ---- the fitted model

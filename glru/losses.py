@@ -11,6 +11,9 @@ Each loss is one small class, vectorised over arrays of labels ``y`` and predict
 - ``conjugate(y, s)``            ℓ*_y(s) = sup_t [s t − ℓ_y(t)], +inf outside its domain
 - ``conjugate_domain(y)``        the closed interval dom ℓ*_y = [inf ℓ'_y, sup ℓ'_y] as two arrays
 - ``smoothness``                 μ such that ℓ'_y is μ-Lipschitz (needed by Theorem 1 (ii))
+- ``curvature_lipschitz``        M such that ℓ''_y is M-Lipschitz (inf where ℓ'' jumps), and
+- ``self_concordance``           ν such that |ℓ'''_y| ≤ ν ℓ''_y (inf if none): both used by the
+                                 O(change) intercept bound of :mod:`glru.intercept`
 
 In the dual, α_i = −ℓ'_{y_i}(t_i), so α_i ranges over −dom ℓ*_{y_i}; every loss here has
 min ℓ = 0, hence ℓ*_y(0) = 0 and 0 ∈ dom ℓ*_y, which the certificates use to keep a dual point
@@ -42,6 +45,10 @@ class Loss:
     is_classification = False
     #: Lipschitz constant of ℓ'_y (the loss is ``smoothness``-smooth).
     smoothness = np.inf
+    #: Lipschitz constant of ℓ''_y (sup |ℓ'''|); inf where ℓ'' jumps.
+    curvature_lipschitz = np.inf
+    #: ν with |ℓ'''_y| ≤ ν ℓ''_y (generalized self-concordance); inf where none holds.
+    self_concordance = np.inf
 
     def value(self, y, t):
         raise NotImplementedError
@@ -73,6 +80,8 @@ class Squared(Loss):
     """ℓ_y(t) = ½ (t − y)²; ℓ*_y(s) = ½ s² + y s on all of ℝ; 1-smooth."""
 
     smoothness = 1.0
+    curvature_lipschitz = 0.0
+    self_concordance = 0.0
 
     def value(self, y, t):
         return 0.5 * (t - y) ** 2
@@ -193,6 +202,10 @@ class Logistic(Loss):
 
     is_classification = True
     smoothness = 0.25
+    # ℓ''' = ±p(1 − p)(1 − 2p) with p = σ(yt): largest modulus 1/(6√3), at p = ½ ± 1/(2√3),
+    # and |ℓ'''| = ℓ''·|1 − 2p| ≤ ℓ''
+    curvature_lipschitz = 1.0 / (6.0 * np.sqrt(3.0))
+    self_concordance = 1.0
 
     def value(self, y, t):
         return np.logaddexp(0.0, -y * t)

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from .bounds import _approximate_root
+from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
 from .penalties import L2
 from .problem import Problem
@@ -90,7 +90,7 @@ def _auto_method(problem, stop_when):
 def optimal_intercept(problem, coef, intercept):
     """argmin_b Σ ℓ(x_i·w + b) for fixed w (a 1-D monotone root), or ``intercept`` if none."""
     base = problem.X @ coef
-    root = _approximate_root(lambda t: problem.loss.derivative(problem.y, base + intercept + t).sum(), 1.0)
+    root = approximate_root(lambda t: problem.loss.derivative(problem.y, base + intercept + t).sum(), 1.0)
     return intercept if root is None or not np.isfinite(root) else intercept + root
 
 

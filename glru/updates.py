@@ -15,8 +15,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_X, check_indices, check_regression_target, check_y, encode_binary
-from .certificate import Certificate, dual_domain_from_terms, dual_domain_terms
+from .certificate import (
+    Certificate, _deviation_norms, curvature_weighted_mean, dual_domain_from_terms, dual_domain_terms,
+)
 from .duality import EPS, sound_gap
+from .intercept import RowSums
 from .problem import Problem
 
 
@@ -102,10 +105,10 @@ def remove_samples(fit, rows):
     delta.dom = dual_domain_terms(X_rows, p.loss, y_rows)
     intercept_data = None
     if p.fit_intercept:
-        intercept_data = dict(
-            y=p.y[keep], margins=fit.margins_[keep], x_ref=fit.x_ref_,
-            deviation_norms=fit.deviation_norms_[keep], margin_error=fit.margin_error_(fit.abs_margins_[keep]),
-        )
+        removed = RowSums.of(p.loss, y_rows, fit.margins_[rows], fit.deviation_norms_[rows],
+                             fit.margin_error_(fit.abs_margins_[rows]))
+        intercept_data = dict(x_ref=fit.x_ref_, sums=fit.row_sums_ - removed, rows=lambda: (
+            p.y[keep], fit.margins_[keep], fit.deviation_norms_[keep], fit.margin_error_(fit.abs_margins_[keep])))
 
     def build_problem():
         return _checked_problem(p.X[keep], p.y[keep], p)
@@ -127,11 +130,10 @@ def add_samples(fit, X_new, y_new):
     delta.dom = dual_domain_terms(X_new, p.loss, y_new)
     intercept_data = None
     if p.fit_intercept:
-        intercept_data = dict(
-            y=np.concatenate([p.y, y_new]), margins=np.concatenate([fit.margins_, margins]), x_ref=fit.x_ref_,
-            deviation_norms=np.concatenate([fit.deviation_norms_, _deviation_norms(X_new, fit.x_ref_)]),
-            margin_error=fit.margin_error_(np.concatenate([fit.abs_margins_, abs_margins])),
-        )
+        new_rows = (y_new, margins, _deviation_norms(X_new, fit.x_ref_), fit.margin_error_(abs_margins))
+        intercept_data = dict(x_ref=fit.x_ref_, sums=fit.row_sums_ + RowSums.of(p.loss, *new_rows), rows=lambda: tuple(
+            np.concatenate([old, new]) for old, new in zip(
+                (p.y, fit.margins_, fit.deviation_norms_, fit.margin_error_(fit.abs_margins_)), new_rows)))
 
     def build_problem():
         X = sp.vstack([p.X, X_new], format="csr") if sp.issparse(p.X) or sp.issparse(X_new) \
@@ -163,11 +165,9 @@ def remove_features(fit, cols):
     if p.fit_intercept:
         deviations = X_cols - fit.x_ref_[cols]
         dev_sq = fit.deviation_norms_ ** 2 - np.einsum("ij,ij->i", deviations, deviations)
-        intercept_data = dict(
-            y=p.y, margins=margins, x_ref=fit.x_ref_[keep],
-            deviation_norms=np.sqrt(np.maximum(dev_sq, 0.0) + 4 * (p.d + 16) * EPS * fit.deviation_norms_ ** 2),
-            margin_error=fit.margin_error_(fit.abs_margins_),
-        )
+        rows_now = (p.y, margins, np.sqrt(np.maximum(dev_sq, 0.0) + 4 * (p.d + 16) * EPS * fit.deviation_norms_ ** 2),
+                    fit.margin_error_(fit.abs_margins_))
+        intercept_data = dict(x_ref=fit.x_ref_[keep], sums=RowSums.of(p.loss, *rows_now), rows=lambda: rows_now)
     dom = {k: v[keep] for k, v in fit.dual_domain_terms_.items()}
 
     def build_problem():
@@ -207,16 +207,13 @@ def add_features(fit, X_cols):
     gap = sound_gap(primal, dual, magnitude, p.n, p.d + X_cols.shape[1]) if np.isfinite(dual) else np.inf
     intercept_data = None
     if p.fit_intercept:
-        from .certificate import curvature_weighted_mean
-
         x_ref_new = curvature_weighted_mean(dense_cols, fit.curvature_)
         deviations = dense_cols - x_ref_new
         dev_sq = fit.deviation_norms_ ** 2 + np.einsum("ij,ij->i", deviations, deviations)
-        intercept_data = dict(
-            y=p.y, margins=margins, x_ref=np.concatenate([fit.x_ref_, x_ref_new]),
-            deviation_norms=np.sqrt(dev_sq) * (1 + 8 * EPS),
-            margin_error=fit.margin_error_(abs_margins) * (p.d + X_cols.shape[1] + 16) / (p.d + 16),
-        )
+        rows_now = (p.y, margins, np.sqrt(dev_sq) * (1 + 8 * EPS),
+                    fit.margin_error_(abs_margins) * (p.d + X_cols.shape[1] + 16) / (p.d + 16))
+        intercept_data = dict(x_ref=np.concatenate([fit.x_ref_, x_ref_new]), sums=RowSums.of(p.loss, *rows_now),
+                              rows=lambda: rows_now)
     dom_new = dual_domain_terms(X_cols, p.loss, p.y)
     dom = {k: np.concatenate([fit.dual_domain_terms_[k], dom_new[k]]) for k in dom_new}
     col_norms_new = np.asarray(abs(X_cols).power(2).sum(axis=0)).ravel() if sp.issparse(X_cols) \
@@ -246,5 +243,3 @@ def _checked_problem(X, y, template):
         raise ValueError("The modified data has a single class: the unpenalized intercept has no finite optimum.")
     return Problem(X, y, template.loss, template.penalty, template.fit_intercept)
 
-
-from .certificate import _deviation_norms  # noqa: E402  (shared helper, kept private to the engine)

@@ -1,0 +1,228 @@
+"""Bounds on the unpenalized intercept (the paper has none; notes §7 asks for one).
+
+Statement. Let x̄ be any fixed vector and write a prediction as (x − x̄)·w + c with
+c = b + x̄·w. Let (ŵ, b̂) be a centre, û_i = x_i·ŵ + b̂ its margins on the rows of the
+(modified) problem, s_i ≥ ‖x_i − x̄‖₂, and suppose ‖w* − ŵ‖₂ ≤ r (Theorem 1 (i-P), which holds
+with an unpenalized intercept). Then c* − ĉ ∈ [τ_lo, τ_hi], where ĉ = b̂ + x̄·ŵ and
+
+    τ_lo = sup{τ : H⁺(τ) < 0},  H⁺(τ) = Σ_i ℓ'_i(û_i + r s_i + τ),
+    τ_hi = inf{τ : H⁻(τ) > 0},  H⁻(τ) = Σ_i ℓ'_i(û_i − r s_i + τ).
+
+Proof. For fixed w*, the optimal c* minimises Σ_i ℓ_i((x_i − x̄)·w* + c), a convex differentiable
+function of c, so h(c*) = 0 with h(c) = Σ_i ℓ'_i((x_i − x̄)·w* + c). Now
+(x_i − x̄)·w* = û_i − ĉ + (x_i − x̄)·(w* − ŵ) and |(x_i − x̄)·(w* − ŵ)| ≤ r s_i (Cauchy–Schwarz);
+each ℓ'_i is nondecreasing, so H⁻(c − ĉ) ≤ h(c) ≤ H⁺(c − ĉ) for every c. At τ* = c* − ĉ,
+H⁺(τ*) ≥ 0, and H⁺ is nondecreasing, so every τ with H⁺(τ) < 0 lies below τ*; symmetrically
+every τ with H⁻(τ) > 0 lies above τ*. ∎
+Consequently x·w* + b* = (x − x̄)·w* + ĉ + τ* ∈ x·ŵ + b̂ ± r‖x − x̄‖₂ + [τ_lo, τ_hi].
+
+Any x̄ is valid. The curvature-weighted mean x̄ = Σℓ''_i x_i / Σℓ''_i at the centre makes the
+first-order sensitivity of c* to w vanish, so it is the one used.
+
+Two ways to certify a sign of H±:
+- exactly, evaluating the sums over all rows (O(n) per evaluation), :func:`exact_shift_interval`;
+- from cached sums, in O(1), when ℓ'' is M-Lipschitz and |ℓ'''| ≤ ν ℓ'' (logistic: M = 1/(6√3),
+  ν = 1; squared: M = ν = 0). By Taylor, ℓ'(u + δ) = ℓ'(u) + ℓ''(u)δ + R with
+  |R| ≤ ½ max_ξ|ℓ'''(ξ)| δ² ≤ min(½Mδ², ½ν ℓ''(u) e^{ν|δ|} δ²), since ℓ''(ξ) ≤ ℓ''(u)e^{ν|ξ − u|}.
+  With δ_i = ±r s_i + τ and |δ_i| ≤ Δ = r·max s_i + |τ|,
+      H⁺(τ) ≤ D1 + r·D2s + τ·D2 + min(½M·Σδ_i², ½ν e^{νΔ}·Σℓ''_i δ_i²),
+      H⁻(τ) ≥ D1 − r·D2s + τ·D2 − min(…same with δ_i = −r s_i + τ…),
+  where Σδ_i² = r²S2 ± 2rτS1 + mτ² and Σℓ''_iδ_i² = r²D2ss ± 2rτD2s + τ²D2, with
+  D1 = Σℓ'(û_i), D2 = Σℓ''(û_i), D2s = Σℓ''(û_i)s_i, D2ss = Σℓ''(û_i)s_i², S1 = Σs_i, S2 = Σs_i²,
+  m = #rows. These sums change by the removed/added rows' terms only, which makes the intercept
+  bound of a row removal O(|rows|·d) like the rest of the certificate
+  (:func:`taylor_shift_interval`). It is never tighter than the exact bracket.
+
+Signs are only trusted beyond a bound on the rounding error of the sums, so the returned
+interval may be wider than the exact one, never narrower.
+"""
+
+import numpy as np
+from scipy.optimize import brentq
+
+from .duality import EPS
+
+
+class RowSums:
+    """The sums of a set of rows, at a centre, that :func:`quadratic_shift_interval` needs.
+
+    Additive over disjoint sets of rows (``a - b`` for removals, ``a + b`` for additions);
+    ``s_max`` and ``err_max`` are maxima, kept as upper bounds.
+    """
+
+    FIELDS = ("count", "d1", "d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "abs_u", "err")
+
+    def __init__(self, **values):
+        for name in self.FIELDS + ("s_max",):
+            setattr(self, name, values[name])
+
+    @classmethod
+    def of(cls, loss, y, margins, deviation_norms, margin_error):
+        d2 = loss.second_derivative(y, margins)
+        d1 = loss.derivative(y, margins)
+        return cls(
+            count=float(margins.shape[0]), d1=d1.sum(), d2=d2.sum(), d2s=d2 @ deviation_norms,
+            d2ss=d2 @ (deviation_norms * deviation_norms),
+            s1=deviation_norms.sum(), s2=deviation_norms @ deviation_norms, abs_d1=np.abs(d1).sum(),
+            abs_u=np.abs(margins).sum(), err=margin_error.sum(),
+            s_max=deviation_norms.max(initial=0.0),
+        )
+
+    def _combine(self, other, sign):
+        values = {f: getattr(self, f) + sign * getattr(other, f) for f in self.FIELDS}
+        values["count"] = self.count + sign * other.count
+        if sign < 0:  # sums of nonnegative terms cannot go below 0; maxima stay upper bounds
+            for f in ("d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "abs_u", "err"):
+                values[f] = max(values[f], 0.0)
+        # the cancellation in each difference is bounded by the magnitudes it came from
+        values["abs_d1"] = self.abs_d1 + other.abs_d1 if sign < 0 else values["abs_d1"]
+        values["s_max"] = max(self.s_max, other.s_max)
+        return RowSums(**values)
+
+    def __add__(self, other):
+        return self._combine(other, +1)
+
+    def __sub__(self, other):
+        return self._combine(other, -1)
+
+
+def shift_interval(loss, radius, sums=None, rows=None, exact=False):
+    """[τ_lo, τ_hi] from the cached ``sums`` (O(1)) when possible and not ``exact``, else from
+    all rows (O(n)). ``rows`` is a callable returning (y, margins, deviation_norms,
+    margin_error) arrays.
+    """
+    if not np.isfinite(radius):
+        return -np.inf, np.inf
+    if not exact and sums is not None and np.isfinite(loss.curvature_lipschitz):
+        interval = taylor_shift_interval(loss, sums, radius)
+        if interval is not None:
+            return interval
+    if rows is None:
+        return -np.inf, np.inf
+    return exact_shift_interval(loss, radius, *rows())
+
+
+def taylor_shift_interval(loss, sums, r):
+    """The O(1) bound from cached sums (see the module docstring), or None if it certifies nothing."""
+    M, nu, m = loss.curvature_lipschitz, loss.self_concordance, sums.count
+    if not sums.d2 > 0:
+        return None
+
+    def remainder(tau, sign):
+        sq = r * r * sums.s2 + sign * 2 * r * tau * sums.s1 + m * tau * tau
+        weighted = r * r * sums.d2ss + sign * 2 * r * tau * sums.d2s + tau * tau * sums.d2
+        spread = r * sums.s_max + abs(tau)
+        if nu == 0:
+            return 0.0
+        if nu * spread > 50.0:  # e^{νΔ} too large to help; the M bound is the tighter one
+            return 0.5 * M * sq
+        return min(0.5 * M * sq, 0.5 * nu * np.exp(nu * spread) * weighted)
+
+    def upper(tau):  # bound on H⁺(τ), and its rounding error
+        value = sums.d1 + r * sums.d2s + tau * sums.d2 + remainder(tau, +1)
+        return value, _rounding(loss, sums, r, tau)
+
+    def lower(tau):  # bound on H⁻(τ)
+        value = sums.d1 - r * sums.d2s + tau * sums.d2 - remainder(tau, -1)
+        return value, _rounding(loss, sums, r, tau)
+
+    # start where the linear parts cross zero; the remainders push the crossings outward
+    lo = _certified_step(upper, -(sums.d1 + r * sums.d2s) / sums.d2, below=True)
+    hi = _certified_step(lower, -(sums.d1 - r * sums.d2s) / sums.d2, below=False)
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def _certified_step(bound, start, below, max_doublings=60, refinements=60):
+    """The point nearest ``start`` (to bisection precision) on the ``below`` side where the
+    bound's sign is certified (< 0 below, > 0 above); None if none is found."""
+    direction = -1.0 if below else 1.0
+
+    def certified(tau):
+        value, tol = bound(tau)
+        return (value < -tol) if below else (value > tol)
+
+    step = 1e-12 * (1.0 + abs(start))
+    for _ in range(max_doublings):
+        if certified(start + direction * step):
+            break
+        step *= 2.0
+    else:
+        return None
+    near, far = step / 2.0, step  # certified at far, not known at near
+    for _ in range(refinements):
+        mid = 0.5 * (near + far)
+        if mid in (near, far):
+            break
+        if certified(start + direction * mid):
+            far = mid
+        else:
+            near = mid
+    return start + direction * far
+
+
+def _rounding(loss, sums, r, tau):
+    """Bound on the rounding error of a quadratic bound evaluated from floating-point sums."""
+    M = loss.curvature_lipschitz
+    spread = r * sums.s_max + abs(tau)
+    magnitude = sums.abs_d1 + sums.d2 * spread + 0.5 * M * sums.count * spread * spread
+    return 4 * (np.log2(sums.count + 1) + 16) * EPS * magnitude + (loss.smoothness + M * spread) * sums.err
+
+
+def _certify(bound, tau, below):
+    """Step away from an approximate crossing until the bound's sign is certified."""
+    width = 1e-12 * (1.0 + abs(tau))
+    for _ in range(60):
+        point = tau - width if below else tau + width
+        value, tol = bound(point)
+        if (value < -tol) if below else (value > tol):
+            return point
+        width *= 4.0
+    return None
+
+
+def exact_shift_interval(loss, radius, y, margins, deviation_norms, margin_error):
+    """[τ_lo, τ_hi] certified by evaluating H± over all rows (O(n) per evaluation)."""
+    spread = radius * deviation_norms
+    smooth = loss.smoothness if np.isfinite(loss.smoothness) else 0.0
+    input_error = smooth * (margin_error.sum() + 4 * EPS * (np.abs(margins) + spread).sum())
+    sum_error = 2 * (np.log2(margins.shape[0] + 1) + 16) * EPS
+
+    def sign_sum(shifted):
+        def h(tau):
+            values = loss.derivative(y, shifted + tau)
+            return values.sum(), input_error + sum_error * np.abs(values).sum()
+        return h
+
+    scale = 1.0 + np.abs(margins).max() + spread.max()
+    return (_certified_crossing(sign_sum(margins + spread), scale, below=True),
+            _certified_crossing(sign_sum(margins - spread), scale, below=False))
+
+
+def _certified_crossing(h, scale, below):
+    """For a nondecreasing h returning (value, rounding bound): the largest τ with h(τ)
+    certified < 0 (``below``) or the smallest τ with h(τ) certified > 0; ∓inf when h has no
+    sign change (then no finite optimum exists and nothing can be certified)."""
+    root = approximate_root(lambda t: h(t)[0], scale)
+    if root is None:
+        return -np.inf if below else np.inf
+    point = _certify(h, root, below)
+    if point is None:
+        return -np.inf if below else np.inf
+    return point
+
+
+def approximate_root(f, scale, max_doublings=80):
+    """A root of a nondecreasing f, bracketed outward from 0 then refined by Brent's method;
+    None if no sign change is found."""
+    f0 = f(0.0)
+    if f0 == 0.0:
+        return 0.0
+    step = scale if f0 < 0 else -scale
+    near, far = 0.0, step
+    for _ in range(max_doublings):
+        if np.sign(f(far)) != np.sign(f0):
+            lo, hi = sorted((near, far))
+            return brentq(f, lo, hi, xtol=1e-14, rtol=4 * EPS)
+        near, step = far, 2.0 * step
+        far = near + step
+    return None
