@@ -60,13 +60,14 @@ class RowSums:
     def of(cls, loss, y, margins, deviation_norms, margin_error):
         d2 = loss.second_derivative(y, margins)
         d1 = loss.derivative(y, margins)
-        return cls(
-            count=float(margins.shape[0]), d1=d1.sum(), d2=d2.sum(), d2s=d2 @ deviation_norms,
+        values = dict(
+            count=margins.shape[0], d1=d1.sum(), d2=d2.sum(), d2s=d2 @ deviation_norms,
             d2ss=d2 @ (deviation_norms * deviation_norms),
             s1=deviation_norms.sum(), s2=deviation_norms @ deviation_norms, abs_d1=np.abs(d1).sum(),
             abs_u=np.abs(margins).sum(), err=margin_error.sum(),
             s_max=deviation_norms.max(initial=0.0),
         )
+        return cls(**{k: float(v) for k, v in values.items()})  # Python floats: cheap scalar math
 
     def _combine(self, other, sign):
         values = {f: getattr(self, f) + sign * getattr(other, f) for f in self.FIELDS}
@@ -132,32 +133,30 @@ def taylor_shift_interval(loss, sums, r):
     return None if lo is None or hi is None else (lo, hi)
 
 
-def _certified_step(bound, start, below, max_doublings=60, refinements=60):
-    """The point nearest ``start`` (to bisection precision) on the ``below`` side where the
-    bound's sign is certified (< 0 below, > 0 above); None if none is found."""
+def _certified_step(bound, start, below, max_doublings=20):
+    """A point near the crossing of ``bound`` on the ``below`` side of ``start`` where the
+    bound's sign is certified (< 0 below, > 0 above); None if none is found. The bound at
+    ``start`` is on the wrong side (the remainder only pushes the crossing outward)."""
     direction = -1.0 if below else 1.0
 
-    def certified(tau):
+    def margin(tau):  # negative once certified
         value, tol = bound(tau)
-        return (value < -tol) if below else (value > tol)
+        return (value + tol) if below else (tol - value)
 
-    step = 1e-12 * (1.0 + abs(start))
+    near, step = 0.0, 1e-9 * (1.0 + abs(start))
     for _ in range(max_doublings):
-        if certified(start + direction * step):
+        if margin(start + direction * step) < 0:
             break
-        step *= 2.0
+        near, step = step, 4.0 * step
     else:
         return None
-    near, far = step / 2.0, step  # certified at far, not known at near
-    for _ in range(refinements):
-        mid = 0.5 * (near + far)
-        if mid in (near, far):
-            break
-        if certified(start + direction * mid):
-            far = mid
-        else:
-            near = mid
-    return start + direction * far
+    if near > 0 and margin(start + direction * near) > 0:
+        # the certified region begins between near and step: find its edge, then step inside it
+        edge = brentq(lambda t: margin(start + direction * t), near, step, xtol=1e-13 * (1 + abs(start)), rtol=1e-12)
+        for inside in (edge * (1 + 1e-9) + 1e-14, 0.5 * (edge + step), step):
+            if margin(start + direction * inside) < 0:
+                return start + direction * inside
+    return start + direction * step
 
 
 def _rounding(loss, sums, r, tau):

@@ -1,0 +1,158 @@
+"""The solvers reach the same optimum as scikit-learn and LIBLINEAR, stop on the duality gap,
+warm-start, and exit early when asked (Remark 3)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
+from sklearn.svm import LinearSVC
+
+import glru
+
+from ._problems import random_problem
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("solver", ["newton", "liblinear"])
+def test_logistic_matches_sklearn(sparse, fit_intercept, solver):
+    X, y = random_problem(0, 120, 7, "logistic", sparse=sparse)
+    n, C = X.shape[0], 0.7
+    ours = glru.fit(X, y, loss="logistic", lam=1.0 / (n * C), fit_intercept=fit_intercept, tol=1e-10, solver=solver)
+    ref = LogisticRegression(C=C, fit_intercept=fit_intercept, tol=1e-12, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_.ravel(), atol=2e-5)
+    assert ours.intercept_ == pytest.approx(float(np.ravel(ref.intercept_)[0]), abs=2e-5)
+    assert ours.relative_gap() <= 1e-10
+
+
+@pytest.mark.parametrize("solver", ["newton", "liblinear"])
+def test_squared_hinge_matches_linear_svc(solver):
+    X, y = random_problem(1, 150, 6, "squared_hinge")
+    n, C = X.shape[0], 0.5
+    ours = glru.fit(X, y, loss="squared_hinge", lam=1.0 / (n * C), tol=1e-10, solver=solver)
+    ref = LinearSVC(C=C, loss="squared_hinge", dual=False, fit_intercept=False, tol=1e-12, max_iter=100000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_.ravel(), atol=1e-5)
+
+
+@pytest.mark.parametrize("solver", ["newton", "liblinear"])
+def test_squared_loss_matches_ridge(solver):
+    X, y = random_problem(2, 80, 5, "squared")
+    n, alpha = X.shape[0], 3.0
+    ours = glru.fit(X, y, loss="squared", lam=alpha / n, fit_intercept=True, tol=1e-12, solver=solver)
+    ref = Ridge(alpha=alpha).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
+    assert ours.intercept_ == pytest.approx(ref.intercept_, abs=1e-6)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_elastic_net_matches_sklearn(fit_intercept):
+    X, y = random_problem(3, 100, 12, "squared")
+    alpha, l1_ratio = 0.2, 0.6
+    ours = glru.fit(X, y, loss="squared", lam=alpha * (1 - l1_ratio), kappa=alpha * l1_ratio,
+                    fit_intercept=fit_intercept, tol=1e-12)
+    ref = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, fit_intercept=fit_intercept, tol=1e-14, max_iter=100000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
+    assert np.array_equal(ours.coef_ == 0, ref.coef_ == 0)
+    assert ours.solver_ == "l-bfgs-b"
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "smoothed_hinge", "huber"])
+def test_elastic_net_satisfies_kkt(loss):
+    X, y = random_problem(4, 90, 15, loss)
+    lam, kappa = 0.01, 0.05
+    fit = glru.fit(X, y, loss=loss, lam=lam, kappa=kappa, fit_intercept=True, tol=1e-12)
+    grad = fit.problem.grad(fit.problem.join(fit.coef_, fit.intercept_))
+    g, g_b = grad[:-1], grad[-1]
+    nz = fit.coef_ != 0
+    np.testing.assert_allclose(g[nz] + kappa * np.sign(fit.coef_[nz]), 0.0, atol=1e-6)
+    assert np.all(np.abs(g[~nz]) <= kappa + 1e-6)
+    assert abs(g_b) < 1e-6
+    assert (~nz).any(), "kappa this large should zero some coefficients"
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "squared"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_newton_and_liblinear_agree(loss, fit_intercept):
+    X, y = random_problem(5, 200, 10, loss, sparse=True)
+    a = glru.fit(X, y, loss=loss, lam=1e-3, fit_intercept=fit_intercept, tol=1e-11, solver="newton")
+    b = glru.fit(X, y, loss=loss, lam=1e-3, fit_intercept=fit_intercept, tol=1e-11, solver="liblinear")
+    assert a.solver_ == "newton" and b.solver_ == "liblinear"
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-5 * (1 + np.abs(a.coef_).max()))
+    assert a.intercept_ == pytest.approx(b.intercept_, abs=1e-5)
+
+
+def test_dense_and_sparse_agree():
+    X, y = random_problem(6, 100, 8, "logistic", sparse=True)
+    a = glru.fit(X, y, lam=1e-2, fit_intercept=True, tol=1e-12, solver="newton")
+    b = glru.fit(X.toarray(), y, lam=1e-2, fit_intercept=True, tol=1e-12, solver="newton")
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
+
+
+@pytest.mark.parametrize("solver", ["newton", "liblinear"])
+def test_stops_on_relative_gap(solver):
+    X, y = random_problem(7, 300, 20, "logistic")
+    for tol in (1e-2, 1e-5, 1e-9):
+        fit = glru.fit(X, y, lam=1e-3, tol=tol, solver=solver)
+        assert fit.converged_
+        assert fit.relative_gap() <= tol or fit.gap() - fit.problem.duality_gap(fit.coef_).allowance <= tol * fit.primal_
+
+
+def test_warm_start_needs_fewer_iterations():
+    X, y = random_problem(8, 400, 30, "logistic")
+    fit = glru.fit(X, y, lam=1e-3, tol=1e-8, solver="newton")
+    cold = glru.fit(X[5:], y[5:], lam=1e-3, tol=1e-8, solver="newton")
+    warm = fit.remove_samples(range(5)).refit(tol=1e-8, solver="newton")
+    assert warm.n_iter_ < cold.n_iter_
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-4)
+
+
+def test_early_exit_stops_once_sign_is_certified():
+    """Remark 3: a retrain can stop as soon as the held-out prediction's sign is certified."""
+    X, y = random_problem(9, 300, 40, "logistic")
+    held_out = X[:1]
+    seen = []
+
+    def sign_decided(cert):
+        lo, hi = cert.decision_bounds(held_out)
+        seen.append(cert.gap)
+        return lo[0] > 0 or hi[0] < 0
+
+    early = glru.fit(X[1:], y[1:], lam=1e-3, tol=1e-12, stop_when=sign_decided)
+    full = glru.fit(X[1:], y[1:], lam=1e-3, tol=1e-12, solver="newton")
+    assert early.stopped_early_ and not early.converged_
+    assert early.n_iter_ < full.n_iter_
+    assert np.sign(early.decision_function(held_out)) == np.sign(full.decision_function(held_out))
+    assert len(seen) >= 1
+
+
+def test_early_exit_predicate_false_runs_to_tolerance():
+    X, y = random_problem(10, 100, 5, "logistic")
+    fit = glru.fit(X, y, lam=1e-2, tol=1e-9, stop_when=lambda cert: False)
+    assert fit.converged_ and not fit.stopped_early_
+    assert fit.solver_ == "newton"
+
+
+def test_liblinear_rejects_what_it_cannot_solve():
+    X, y = random_problem(11, 50, 4, "huber")
+    with pytest.raises(ValueError, match="liblinear"):
+        glru.fit(X, y, loss="huber", lam=0.1, solver="liblinear")
+    X, y = random_problem(11, 50, 4, "logistic")
+    with pytest.raises(ValueError, match="liblinear"):
+        glru.fit(X, y, lam=0.1, kappa=0.1, solver="liblinear")
+    with pytest.raises(ValueError, match="stop_when"):
+        glru.fit(X, y, lam=0.1, solver="liblinear", stop_when=lambda c: True)
+
+
+def test_warns_when_max_iter_is_too_small():
+    X, y = random_problem(12, 300, 30, "logistic")
+    with pytest.warns(ConvergenceWarning, match="relative gap"):
+        fit = glru.fit(X, y, lam=1e-5, tol=1e-12, max_iter=1, solver="newton")
+    assert not fit.converged_
+
+
+def test_auto_uses_liblinear_where_it_applies():
+    X, y = random_problem(13, 60, 4, "logistic")
+    assert glru.fit(X, y, lam=0.1).solver_ == "liblinear"
+    assert glru.fit(X, y, loss="smoothed_hinge", lam=0.1).solver_ == "newton"
+    assert glru.fit(X, y, lam=0.1, kappa=0.01).solver_ == "l-bfgs-b"
