@@ -31,7 +31,14 @@ def random_targets(rng, m, loss, d=None):
 
 
 def exact_fit(X, y, loss, lam, kappa, fit_intercept):
-    """An independent solve of the modified problem to a relative gap ≤ 1e-10 (Newton, cold)."""
+    """An independent solve of the modified problem to a relative gap ≤ 1e-10 (Newton, cold).
+
+    A row removal can leave a single class, which ``glru.fit`` rejects as user input but which
+    is a well-posed problem without an intercept: solve that one through its Problem."""
+    if loss not in REGRESSION and np.unique(y).shape[0] < 2:
+        problem = glru.Problem(X, np.asarray(y, dtype=float), glru.losses.get_loss(loss),
+                               glru.penalties.get_penalty(lam, kappa), fit_intercept)
+        return glru.Fit.from_problem(problem, tol=1e-12, max_iter=2000, solver="newton")
     return glru.fit(X, y, loss=loss, lam=lam, kappa=kappa, fit_intercept=fit_intercept, tol=1e-12,
                     max_iter=2000, solver="newton")
 
