@@ -32,10 +32,12 @@ def _is_clean(X):
             and np.isfinite(X.data).all())
 
 
-def check_y(y, n_samples, name="y"):
+def check_y(y, n_samples, name="y", x_name="X"):
     y = column_or_1d(np.asarray(y), warn=False)
     if y.shape[0] != n_samples:
-        raise ValueError(f"{name} has {y.shape[0]} entries but X has {n_samples} rows.")
+        raise ValueError(f"{name} has {y.shape[0]} entries but {x_name} has {n_samples} rows.")
+    if np.issubdtype(y.dtype, np.number) and not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinity.")
     return y
 
 

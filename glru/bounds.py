@@ -55,8 +55,9 @@ def ball_decision_bounds(X_eval, w_hat, radius, row_norms, offset=0.0):
 def box_decision_bounds(X_eval, lower, upper):
     """(16): MinLin / MaxLin of x over the box [lower, upper] of w."""
     finite = np.isfinite(lower) & np.isfinite(upper)
-    mid = np.where(finite, 0.5 * (lower + upper), 0.0)
-    half = np.where(finite, 0.5 * (upper - lower), np.inf)
+    lower_f, upper_f = np.where(finite, lower, 0.0), np.where(finite, upper, 0.0)
+    mid = 0.5 * (lower_f + upper_f)
+    half = np.where(finite, 0.5 * (upper_f - lower_f), np.inf)
     centre = np.asarray(X_eval @ mid).ravel()
     abs_X = abs(X_eval)
     # x·w over the box = x·mid ± |x|·half; a zero entry of x times an infinite half counts 0

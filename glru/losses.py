@@ -106,8 +106,8 @@ class Huber(Loss):
     smoothness = 1.0
 
     def __init__(self, gamma=1.0):
-        if not gamma > 0:
-            raise ValueError(f"Huber gamma must be > 0, got {gamma!r}.")
+        if not (np.isfinite(gamma) and gamma > 0):
+            raise ValueError(f"Huber gamma must be a finite number > 0, got {gamma!r}.")
         self.gamma = float(gamma)
 
     def value(self, y, t):
@@ -163,8 +163,8 @@ class SmoothedHinge(Loss):
     is_classification = True
 
     def __init__(self, gamma=1.0):
-        if not gamma > 0:
-            raise ValueError(f"SmoothedHinge gamma must be > 0, got {gamma!r}.")
+        if not (np.isfinite(gamma) and gamma > 0):
+            raise ValueError(f"SmoothedHinge gamma must be a finite number > 0, got {gamma!r}.")
         self.gamma = float(gamma)
 
     @property

@@ -66,8 +66,10 @@ class ElasticNet:
         """Sound bounds [inf ∂ρ*(s_lower), sup ∂ρ*(s_upper)]: ∂ρ* is monotone."""
         if self.lam > 0:
             return self.conjugate_gradient(s_lower), self.conjugate_gradient(s_upper)
-        lower = np.where(s_lower >= self.kappa, 0.0, np.where(s_lower > -self.kappa, 0.0, -np.inf))
-        upper = np.where(s_upper <= -self.kappa, 0.0, np.where(s_upper < self.kappa, 0.0, np.inf))
+        # ∂ρ* is 0 on (−kappa, kappa), [0, ∞] at kappa, [−∞, 0] at −kappa, ±∞ beyond; with
+        # kappa = 0 the point 0 is both ends, where ∂ρ* is all of ℝ
+        lower = np.where(s_lower <= -self.kappa, -np.inf, 0.0)
+        upper = np.where(s_upper >= self.kappa, np.inf, 0.0)
         return lower, upper
 
     def __repr__(self):

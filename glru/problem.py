@@ -76,6 +76,8 @@ class Problem:
         u = self.margins(w, b)
         alpha = self.dual_point(u)
         Xt_alpha = self.X.T @ alpha
+        if self.penalty.lam == 0:
+            alpha, Xt_alpha = self._scale_into_dual_domain(alpha, Xt_alpha)
         loss_terms = self.loss.value(self.y, u)
         conj_terms = self.loss.conjugate(self.y, -alpha)
         pen_w = self.penalty.value(w)
@@ -86,6 +88,15 @@ class Problem:
         magnitude = (loss_terms.sum() + np.abs(conj_terms).sum() + cross) / self.n + pen_w + pen_conj
         gap = sound_gap(primal, dual, magnitude, self.n, self.d)
         return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, u, magnitude, gap_allowance(magnitude, self.n, self.d))
+
+    def _scale_into_dual_domain(self, alpha, Xt_alpha):
+        """Without an L2 term ρ* is the indicator of |s| ≤ kappa: scale α toward 0 (feasible for
+        ℓ*, and Σα = 0 is kept) until ‖Xᵀα/n‖∞ ≤ kappa, as lasso solvers do for their gaps."""
+        largest = np.abs(Xt_alpha).max(initial=0.0) / self.n
+        if largest <= self.penalty.kappa:
+            return alpha, Xt_alpha
+        factor = self.penalty.kappa / largest * (1.0 - 4 * np.finfo(float).eps)
+        return alpha * factor, Xt_alpha * factor
 
     # ---- smooth part f(z), z = w or (w, b), for Newton-type solvers
     def split(self, z):
@@ -130,6 +141,8 @@ class GapEvaluation:
 
     def converged(self, tol):
         """(P − D)/P ≤ tol, or P − D is already below what rounding can resolve."""
+        if not np.isfinite(self.gap):
+            return False  # an infeasible dual point (e.g. lasso far from the optimum)
         raw = self.gap - self.allowance
         return raw <= tol * abs(self.primal) or raw <= self.allowance
 

@@ -119,7 +119,7 @@ def remove_samples(fit, rows):
 def add_samples(fit, X_new, y_new):
     p = fit.problem
     X_new = check_X(X_new, name="X_new", n_features=p.d)
-    y_new = check_y(y_new, X_new.shape[0], name="y_new")
+    y_new = check_y(y_new, X_new.shape[0], name="y_new", x_name="X_new")
     y_new = encode_binary(y_new, fit.classes_, "y_new")[0] if p.loss.is_classification \
         else check_regression_target(y_new, "y_new")
     margins = np.asarray(X_new @ fit.coef_).ravel() + fit.intercept_
