@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from . import bounds, intercept
 from ._validation import check_X
 from .duality import EPS
+from .problem import row_norms_sq
 
 
 class Certificate:
@@ -95,7 +96,7 @@ class Certificate:
             return self._decision_bounds_with_intercept(X_eval, intercept)
         lower, upper = np.full(X_eval.shape[0], -np.inf), np.full(X_eval.shape[0], np.inf)
         if self.penalty.strong_convexity > 0:
-            row_norms = np.sqrt(_row_norms_sq(X_eval))
+            row_norms = np.sqrt(row_norms_sq(X_eval))
             lower, upper = bounds.ball_decision_bounds(X_eval, self.coef_centre, self.radius, row_norms)
         if np.isfinite(self.loss.smoothness):
             box_lo, box_hi = bounds.box_decision_bounds(X_eval, *self.coef_bounds())
@@ -194,15 +195,9 @@ def curvature_weighted_mean(X, curvature):
 
 def _deviation_norms(X, x_ref):
     """Upper bounds on ‖x_i − x̄‖₂ for every row, safe against cancellation."""
-    sq = _row_norms_sq(X) - 2 * np.asarray(X @ x_ref).ravel() + x_ref @ x_ref
-    scale = (np.sqrt(_row_norms_sq(X)) + np.linalg.norm(x_ref)) ** 2
+    sq = row_norms_sq(X) - 2 * np.asarray(X @ x_ref).ravel() + x_ref @ x_ref
+    scale = (np.sqrt(row_norms_sq(X)) + np.linalg.norm(x_ref)) ** 2
     return np.sqrt(np.maximum(sq, 0.0) + 4 * (X.shape[1] + 16) * EPS * scale)
-
-
-def _row_norms_sq(X):
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
 
 
 def _box_bounds_shifted(X_eval, shift, lower, upper, chunk=1024):

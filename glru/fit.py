@@ -119,7 +119,7 @@ class Fit:
             self.x_ref_ = curvature_weighted_mean(p.X, self.curvature_)
             self.deviation_norms_ = _deviation_norms(p.X, self.x_ref_)
             self.row_sums_ = RowSums.of(p.loss, p.y, ev.margins, self.deviation_norms_,
-                                        self.margin_error_(self.abs_margins_))
+                                        self._margin_error(self.abs_margins_))
             self.sign_parts_ = {side: updates.SignPart(p.X, ev.alpha, conj, side) for side in (1, -1)}
 
     # ---- the fitted model
@@ -176,5 +176,5 @@ class Fit:
             self._columns = X.tocsc() if sp.issparse(X) else X
         return self._columns
 
-    def margin_error_(self, abs_margins):
+    def _margin_error(self, abs_margins):
         return margin_error(abs_margins, self.problem.d)

@@ -35,13 +35,13 @@ class Problem:
     @property
     def row_norms_sq(self):
         if self._row_norms_sq is None:
-            self._row_norms_sq = _row_norms_sq(self.X)
+            self._row_norms_sq = row_norms_sq(self.X)
         return self._row_norms_sq
 
     @property
     def col_norms_sq(self):
         if self._col_norms_sq is None:
-            self._col_norms_sq = _col_norms_sq(self.X)
+            self._col_norms_sq = col_norms_sq(self.X)
         return self._col_norms_sq
 
     # ---- objectives
@@ -147,13 +147,15 @@ class GapEvaluation:
         return raw <= tol * abs(self.primal) or raw <= self.allowance
 
 
-def _row_norms_sq(X):
+def row_norms_sq(X):
+    """‖x_i‖² for every row (dense or sparse)."""
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", X, X)
 
 
-def _col_norms_sq(X):
+def col_norms_sq(X):
+    """‖X_{:j}‖² for every column (dense or sparse)."""
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=0)).ravel()
     return np.einsum("ij,ij->j", X, X)

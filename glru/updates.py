@@ -20,7 +20,7 @@ from .certificate import (
 )
 from .duality import EPS, sound_gap
 from .intercept import RowSums
-from .problem import Problem
+from .problem import Problem, col_norms_sq
 
 
 class SignPart:
@@ -55,8 +55,7 @@ class _Delta:
         self.alpha_sum = alpha.sum()
         self.abs_conj = np.abs(conj).sum()
         self.parts = {side: SignPart(X_rows, alpha, conj, side) for side in (1, -1)}
-        self.col_norms_sq = np.asarray(abs(X_rows).power(2).sum(axis=0)).ravel() if sp.issparse(X_rows) \
-            else np.einsum("ij,ij->j", X_rows, X_rows)
+        self.col_norms_sq = col_norms_sq(X_rows)
 
 
 class _Combined:
@@ -106,9 +105,9 @@ def remove_samples(fit, rows):
     intercept_data = None
     if p.fit_intercept:
         removed = RowSums.of(p.loss, y_rows, fit.margins_[rows], fit.deviation_norms_[rows],
-                             fit.margin_error_(fit.abs_margins_[rows]))
+                             fit._margin_error(fit.abs_margins_[rows]))
         intercept_data = dict(x_ref=fit.x_ref_, sums=fit.row_sums_ - removed, rows=lambda: (
-            p.y[keep], fit.margins_[keep], fit.deviation_norms_[keep], fit.margin_error_(fit.abs_margins_[keep])))
+            p.y[keep], fit.margins_[keep], fit.deviation_norms_[keep], fit._margin_error(fit.abs_margins_[keep])))
 
     def build_problem():
         return _checked_problem(p.X[keep], p.y[keep], p)
@@ -130,10 +129,10 @@ def add_samples(fit, X_new, y_new):
     delta.dom = dual_domain_terms(X_new, p.loss, y_new)
     intercept_data = None
     if p.fit_intercept:
-        new_rows = (y_new, margins, _deviation_norms(X_new, fit.x_ref_), fit.margin_error_(abs_margins))
+        new_rows = (y_new, margins, _deviation_norms(X_new, fit.x_ref_), fit._margin_error(abs_margins))
         intercept_data = dict(x_ref=fit.x_ref_, sums=fit.row_sums_ + RowSums.of(p.loss, *new_rows), rows=lambda: tuple(
             np.concatenate([old, new]) for old, new in zip(
-                (p.y, fit.margins_, fit.deviation_norms_, fit.margin_error_(fit.abs_margins_)), new_rows)))
+                (p.y, fit.margins_, fit.deviation_norms_, fit._margin_error(fit.abs_margins_)), new_rows)))
 
     def build_problem():
         X = sp.vstack([p.X, X_new], format="csr") if sp.issparse(p.X) or sp.issparse(X_new) \
@@ -166,7 +165,7 @@ def remove_features(fit, cols):
         deviations = X_cols - fit.x_ref_[cols]
         dev_sq = fit.deviation_norms_ ** 2 - np.einsum("ij,ij->i", deviations, deviations)
         rows_now = (p.y, margins, np.sqrt(np.maximum(dev_sq, 0.0) + 4 * (p.d + 16) * EPS * fit.deviation_norms_ ** 2),
-                    fit.margin_error_(fit.abs_margins_))
+                    fit._margin_error(fit.abs_margins_))
         intercept_data = dict(x_ref=fit.x_ref_[keep], sums=RowSums.of(p.loss, *rows_now), rows=lambda: rows_now)
     dom = {k: v[keep] for k, v in fit.dual_domain_terms_.items()}
 
@@ -211,13 +210,11 @@ def add_features(fit, X_cols):
         deviations = dense_cols - x_ref_new
         dev_sq = fit.deviation_norms_ ** 2 + np.einsum("ij,ij->i", deviations, deviations)
         rows_now = (p.y, margins, np.sqrt(dev_sq) * (1 + 8 * EPS),
-                    fit.margin_error_(abs_margins) * (p.d + X_cols.shape[1] + 16) / (p.d + 16))
+                    fit._margin_error(abs_margins) * (p.d + X_cols.shape[1] + 16) / (p.d + 16))
         intercept_data = dict(x_ref=np.concatenate([fit.x_ref_, x_ref_new]), sums=RowSums.of(p.loss, *rows_now),
                               rows=lambda: rows_now)
     dom_new = dual_domain_terms(X_cols, p.loss, p.y)
     dom = {k: np.concatenate([fit.dual_domain_terms_[k], dom_new[k]]) for k in dom_new}
-    col_norms_new = np.asarray(abs(X_cols).power(2).sum(axis=0)).ravel() if sp.issparse(X_cols) \
-        else np.einsum("ij,ij->j", X_cols, X_cols)
 
     def build_problem():
         X = sp.hstack([p.X, X_cols], format="csr") if sp.issparse(p.X) or sp.issparse(X_cols) \
@@ -227,7 +224,7 @@ def add_features(fit, X_cols):
     return Certificate(
         gap=gap, coef=np.concatenate([fit.coef_, w_new]), intercept=fit.intercept_, n_samples=p.n, loss=p.loss,
         penalty=p.penalty, fit_intercept=p.fit_intercept, Xt_alpha=np.concatenate([fit.Xt_alpha_, Xt_alpha_new]),
-        col_norms_sq=np.concatenate([p.col_norms_sq, col_norms_new]), dual_domain=dual_domain_from_terms(dom, p.n),
+        col_norms_sq=np.concatenate([p.col_norms_sq, col_norms_sq(X_cols)]), dual_domain=dual_domain_from_terms(dom, p.n),
         build_problem=build_problem, intercept_data=intercept_data,
     )
 

@@ -3,7 +3,6 @@ warm-start, and exit early when asked (Remark 3)."""
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
