@@ -14,9 +14,11 @@ question is already answered (the paper's Remark 3).
   the active orthant (fixed signs make the L1 term linear), which reaches the exact optimum once
   the signs are right; the duality gap decides when to stop either way.
 
-``method="auto"`` picks LIBLINEAR where it applies and no early exit is asked for (it was faster
-in ``benchmarks/bench_solvers.py``, see ``docs/benchmarks.md``), the elastic-net path when
-kappa > 0, and trust-region Newton otherwise.
+``method="auto"`` picks the elastic-net path when kappa > 0, LIBLINEAR for the squared hinge
+(where it applies and no early exit is asked for), and trust-region Newton otherwise — the
+fastest in ``benchmarks/bench_solvers.py`` (numbers in ``docs/benchmarks.md``). A Newton solve
+whose trust region collapses (it happens on piecewise quadratic losses) is finished by LIBLINEAR
+or by SciPy's line-search Newton-CG.
 """
 
 import ctypes
@@ -83,7 +85,10 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
 def _auto_method(problem, stop_when):
     if problem.penalty.kappa > 0:
         return "l-bfgs-b"
-    if stop_when is None and _liblinear_applies(problem):
+    # measured (docs/benchmarks.md): SciPy's trust-region Newton is faster than LIBLINEAR through
+    # its Python binding for logistic and squared loss, cold and warm; LIBLINEAR is faster and
+    # more robust for the squared hinge
+    if stop_when is None and isinstance(problem.loss, SquaredHinge) and _liblinear_applies(problem):
         return "liblinear"
     return "newton"
 
@@ -122,6 +127,9 @@ class _GapMonitor:
                 return True
         return False
 
+    def done(self, tol):
+        return self.stopped_early or (self.best is not None and self.best[2].converged(tol))
+
     def result(self, method, n_iter):
         coef, intercept, ev = self.best
         converged = ev.converged(self.tol)
@@ -129,12 +137,39 @@ class _GapMonitor:
 
 
 def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when):
+    """Trust-region Newton-CG; if it stalls, finish with LIBLINEAR (where it applies and no early
+    exit is asked for) or with SciPy's line-search Newton-CG, both from the best point so far."""
     monitor = _GapMonitor(problem, tol, stop_when)
     if monitor.check(coef, intercept):
         return monitor.result("newton", 0)
+    n_iter = _run_scipy(problem, monitor, "trust-ncg", min(max_iter, _TRUST_NCG_BUDGET))
+    if monitor.done(tol) or n_iter >= max_iter:
+        return monitor.result("newton", n_iter)
+    best_coef, best_intercept, _ = monitor.best
+    if stop_when is None and _liblinear_applies(problem):
+        finish = _solve_liblinear(problem, best_coef, best_intercept, tol, max_iter - n_iter)
+        finish.n_iter += n_iter
+        finish.method = "newton+liblinear"
+        return finish
+    n_iter += _run_scipy(problem, monitor, "newton-cg", max_iter - n_iter)
+    return monitor.result("newton", n_iter)
+
+
+# trust-ncg converges in a few dozen iterations on the smooth losses; on piecewise quadratic
+# ones (squared hinge at small lam) its trust region can collapse and it crawls for thousands
+# (measured: madelon, lam = 1e-4, 1000 iterations to a relative gap of 6e-2)
+_TRUST_NCG_BUDGET = 200
+
+
+def _run_scipy(problem, monitor, method, max_iter):
+    """Run a SciPy Hessian-free Newton method from the monitor's best point until the monitor
+    says stop; returns the number of iterations. trust-ncg is restarted if its trust region
+    collapses near the optimum."""
     n_iter = 0
-    z = problem.join(coef, monitor.best[1])
-    for _ in range(3):  # trust-ncg may stop on a too-small trust region near the optimum; restart
+    options = dict(gtol=0.0) if method == "trust-ncg" else dict(xtol=1e-300)
+    for _ in range(3):
+        coef, intercept, _ = monitor.best
+        z = problem.join(coef, intercept)
         iterations = []
 
         def callback(intermediate_result):
@@ -142,15 +177,12 @@ def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when):
             if monitor.check(*problem.split(intermediate_result.x)):
                 raise StopIteration
 
-        res = minimize(problem.fun, z, jac=problem.grad, hessp=problem.hessp, method="trust-ncg",
-                       callback=callback, options=dict(gtol=0.0, maxiter=max(max_iter - n_iter, 1)))
+        res = minimize(problem.fun, z, jac=problem.grad, hessp=problem.hessp, method=method,
+                       callback=callback, options=dict(options, maxiter=max(max_iter - n_iter, 1)))
         n_iter += len(iterations)
-        if res.status == 99 or n_iter >= max_iter:
+        if res.status == 99 or n_iter >= max_iter or monitor.check(*problem.split(res.x)):
             break
-        if monitor.check(*problem.split(res.x)):
-            break
-        z = res.x
-    return monitor.result("newton", n_iter)
+    return n_iter
 
 
 # ---------------------------------------------------------------- LIBLINEAR

@@ -150,8 +150,23 @@ def test_warns_when_max_iter_is_too_small():
     assert not fit.converged_
 
 
-def test_auto_uses_liblinear_where_it_applies():
+def test_auto_follows_the_benchmark():
+    """docs/benchmarks.md: trust-region Newton for logistic/squared, LIBLINEAR for the squared hinge."""
     X, y = random_problem(13, 60, 4, "logistic")
-    assert glru.fit(X, y, lam=0.1).solver_ == "liblinear"
+    assert glru.fit(X, y, lam=0.1).solver_ == "newton"
+    assert glru.fit(X, y, loss="squared_hinge", lam=0.1).solver_ == "liblinear"
+    assert glru.fit(X, y, loss="squared_hinge", lam=0.1, stop_when=lambda c: False).solver_ == "newton"
     assert glru.fit(X, y, loss="smoothed_hinge", lam=0.1).solver_ == "newton"
     assert glru.fit(X, y, lam=0.1, kappa=0.01).solver_ == "l-bfgs-b"
+
+
+def test_stalled_trust_region_is_finished_exactly(shared_data):
+    """madelon, squared hinge, lam = 1e-4: trust-ncg alone crawls; the finish reaches the gap."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(shared_data / "madelon.t.gz"))
+    X = X.toarray()
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    for loss in ("squared_hinge", "smoothed_hinge"):
+        fit = glru.fit(X, y, loss=loss, lam=1e-4, solver="newton", tol=1e-6)
+        assert fit.converged_ and fit.relative_gap() <= 1e-6
