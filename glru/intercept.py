@@ -29,7 +29,8 @@ Two ways to certify a sign of H±:
       H⁻(τ) ≥ D1 − r·D2s + τ·D2 − min(…same with δ_i = −r s_i + τ…),
   where Σδ_i² = r²S2 ± 2rτS1 + mτ² and Σℓ''_iδ_i² = r²D2ss ± 2rτD2s + τ²D2, with
   D1 = Σℓ'(û_i), D2 = Σℓ''(û_i), D2s = Σℓ''(û_i)s_i, D2ss = Σℓ''(û_i)s_i², S1 = Σs_i, S2 = Σs_i²,
-  m = #rows. These sums change by the removed/added rows' terms only, which makes the intercept
+  m = #rows. The sums are kept per bucket of s_i and the remainder bound is applied per bucket
+  with that bucket's largest s_i. They change by the removed/added rows' terms only, which makes the intercept
   bound of a row removal O(|rows|·d) like the rest of the certificate
   (:func:`taylor_shift_interval`). It is never tighter than the exact bracket.
 
@@ -44,47 +45,72 @@ from .duality import EPS
 
 
 class RowSums:
-    """The sums of a set of rows, at a centre, that :func:`quadratic_shift_interval` needs.
+    """The sums of a set of rows, at a centre, that :func:`taylor_shift_interval` needs, kept
+    per bucket of the deviation norm s_i so that each bucket's Taylor remainder uses its own
+    largest s_i (one far-out row must not inflate the bound for all others).
 
-    Additive over disjoint sets of rows (``a - b`` for removals, ``a + b`` for additions);
-    ``s_max`` and ``err_max`` are maxima, kept as upper bounds.
+    Buckets are fixed by ``edges`` (chosen once, for the fit's rows); sums over disjoint sets of
+    rows with the same edges combine: ``a - b`` for removals, ``a + b`` for additions. ``s_max``
+    is kept as an upper bound.
     """
 
     FIELDS = ("count", "d1", "d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "abs_u", "err")
+    NONNEGATIVE = ("count", "d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "abs_u", "err")
 
-    def __init__(self, **values):
-        for name in self.FIELDS + ("s_max",):
-            setattr(self, name, values[name])
+    def __init__(self, edges, s_max, **fields):
+        self.edges, self.s_max = edges, s_max
+        for name in self.FIELDS:
+            setattr(self, name, fields[name])
+        # totals as Python floats: the linear part of the bound is scalar arithmetic
+        self.total = {name: float(fields[name].sum()) for name in self.FIELDS}
 
     @classmethod
-    def of(cls, loss, y, margins, deviation_norms, margin_error):
-        d2 = loss.second_derivative(y, margins)
+    def of(cls, loss, y, margins, deviation_norms, margin_error, edges=None):
+        if edges is None:
+            edges = bucket_edges(deviation_norms)
+        bucket = np.searchsorted(edges, deviation_norms, side="left")
+        k = edges.shape[0] + 1
+
+        def per_bucket(weights):
+            return np.bincount(bucket, weights=weights, minlength=k)
+
         d1 = loss.derivative(y, margins)
-        values = dict(
-            count=margins.shape[0], d1=d1.sum(), d2=d2.sum(), d2s=d2 @ deviation_norms,
-            d2ss=d2 @ (deviation_norms * deviation_norms),
-            s1=deviation_norms.sum(), s2=deviation_norms @ deviation_norms, abs_d1=np.abs(d1).sum(),
-            abs_u=np.abs(margins).sum(), err=margin_error.sum(),
-            s_max=deviation_norms.max(initial=0.0),
+        d2 = loss.second_derivative(y, margins)
+        s_max = np.zeros(k)
+        np.maximum.at(s_max, bucket, deviation_norms)
+        return cls(
+            edges, s_max, count=per_bucket(None), d1=per_bucket(d1), d2=per_bucket(d2),
+            d2s=per_bucket(d2 * deviation_norms), d2ss=per_bucket(d2 * deviation_norms ** 2),
+            s1=per_bucket(deviation_norms), s2=per_bucket(deviation_norms ** 2), abs_d1=per_bucket(np.abs(d1)),
+            abs_u=per_bucket(np.abs(margins)), err=per_bucket(margin_error),
         )
-        return cls(**{k: float(v) for k, v in values.items()})  # Python floats: cheap scalar math
 
     def _combine(self, other, sign):
-        values = {f: getattr(self, f) + sign * getattr(other, f) for f in self.FIELDS}
-        values["count"] = self.count + sign * other.count
-        if sign < 0:  # sums of nonnegative terms cannot go below 0; maxima stay upper bounds
-            for f in ("d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "abs_u", "err"):
-                values[f] = max(values[f], 0.0)
-        # the cancellation in each difference is bounded by the magnitudes it came from
-        values["abs_d1"] = self.abs_d1 + other.abs_d1 if sign < 0 else values["abs_d1"]
-        values["s_max"] = max(self.s_max, other.s_max)
-        return RowSums(**values)
+        if other.edges is not self.edges and not np.array_equal(other.edges, self.edges):
+            raise ValueError("RowSums with different buckets cannot be combined.")
+        fields = {f: getattr(self, f) + sign * getattr(other, f) for f in self.FIELDS}
+        if sign < 0:
+            # sums of nonnegative terms cannot go below 0, and the cancellation in a difference
+            # is bounded by the magnitudes it came from
+            for f in self.NONNEGATIVE:
+                fields[f] = np.maximum(fields[f], 0.0)
+            fields["abs_d1"] = self.abs_d1 + other.abs_d1
+        return RowSums(self.edges, np.maximum(self.s_max, other.s_max), **fields)
 
     def __add__(self, other):
         return self._combine(other, +1)
 
     def __sub__(self, other):
         return self._combine(other, -1)
+
+
+def bucket_edges(deviation_norms, levels=11):
+    """Upper edges of buckets at the quantiles 1/2, 3/4, 7/8, …: the tail of large s_i, which
+    drives the remainder, is split finely; most rows share the first buckets."""
+    if deviation_norms.shape[0] == 0:
+        return np.zeros(0)
+    quantiles = 1.0 - 0.5 ** np.arange(1, levels + 1)
+    return np.unique(np.quantile(deviation_norms, quantiles))
 
 
 def shift_interval(loss, radius, sums=None, rows=None, exact=False):
@@ -105,54 +131,55 @@ def shift_interval(loss, radius, sums=None, rows=None, exact=False):
 
 def taylor_shift_interval(loss, sums, r):
     """The O(1) bound from cached sums (see the module docstring), or None if it certifies nothing."""
-    M, nu, m = loss.curvature_lipschitz, loss.self_concordance, sums.count
-    if not sums.d2 > 0:
+    M, nu, t = loss.curvature_lipschitz, loss.self_concordance, sums.total
+    if not t["d2"] > 0:
         return None
 
     def remainder(tau, sign):
-        sq = r * r * sums.s2 + sign * 2 * r * tau * sums.s1 + m * tau * tau
-        weighted = r * r * sums.d2ss + sign * 2 * r * tau * sums.d2s + tau * tau * sums.d2
-        spread = r * sums.s_max + abs(tau)
+        # per bucket: Σδ² and Σℓ''δ² with δ_i = sign·r·s_i + τ, and |δ_i| ≤ r·s_max + |τ|
+        sq = np.maximum(r * r * sums.s2 + sign * 2 * r * tau * sums.s1 + tau * tau * sums.count, 0.0)
         if nu == 0:
             return 0.0
-        if nu * spread > 50.0:  # e^{νΔ} too large to help; the M bound is the tighter one
-            return 0.5 * M * sq
-        return min(0.5 * M * sq, 0.5 * nu * np.exp(nu * spread) * weighted)
+        weighted = np.maximum(r * r * sums.d2ss + sign * 2 * r * tau * sums.d2s + tau * tau * sums.d2, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            concordant = 0.5 * nu * np.exp(np.minimum(nu * (r * sums.s_max + abs(tau)), 700.0)) * weighted
+        return float(np.fmin(0.5 * M * sq, concordant).sum())
 
     def upper(tau):  # bound on H⁺(τ), and its rounding error
-        value = sums.d1 + r * sums.d2s + tau * sums.d2 + remainder(tau, +1)
+        value = t["d1"] + r * t["d2s"] + tau * t["d2"] + remainder(tau, +1)
         return value, _rounding(loss, sums, r, tau)
 
     def lower(tau):  # bound on H⁻(τ)
-        value = sums.d1 - r * sums.d2s + tau * sums.d2 - remainder(tau, -1)
+        value = t["d1"] - r * t["d2s"] + tau * t["d2"] - remainder(tau, -1)
         return value, _rounding(loss, sums, r, tau)
 
     # start where the linear parts cross zero; the remainders push the crossings outward
-    lo = _certified_step(upper, -(sums.d1 + r * sums.d2s) / sums.d2, below=True)
-    hi = _certified_step(lower, -(sums.d1 - r * sums.d2s) / sums.d2, below=False)
+    lo = _certified_step(upper, -(t["d1"] + r * t["d2s"]) / t["d2"], t["d2"], below=True)
+    hi = _certified_step(lower, -(t["d1"] - r * t["d2s"]) / t["d2"], t["d2"], below=False)
     return None if lo is None or hi is None else (lo, hi)
 
 
-def _certified_step(bound, start, below, max_doublings=20):
+def _certified_step(bound, start, slope, below, max_doublings=30):
     """A point near the crossing of ``bound`` on the ``below`` side of ``start`` where the
     bound's sign is certified (< 0 below, > 0 above); None if none is found. The bound at
-    ``start`` is on the wrong side (the remainder only pushes the crossing outward)."""
+    ``start`` is on the wrong side (the remainder only pushes the crossing outward), by about
+    |bound(start)|/slope, which sets the first step."""
     direction = -1.0 if below else 1.0
 
     def margin(tau):  # negative once certified
         value, tol = bound(tau)
         return (value + tol) if below else (tol - value)
 
-    near, step = 0.0, 1e-9 * (1.0 + abs(start))
+    near, step = 0.0, max(1e-9 * (1.0 + abs(start)), abs(margin(start)) / slope)
     for _ in range(max_doublings):
         if margin(start + direction * step) < 0:
             break
-        near, step = step, 4.0 * step
+        near, step = step, 2.0 * step
     else:
         return None
     if near > 0 and margin(start + direction * near) > 0:
         # the certified region begins between near and step: find its edge, then step inside it
-        edge = brentq(lambda t: margin(start + direction * t), near, step, xtol=1e-13 * (1 + abs(start)), rtol=1e-12)
+        edge = brentq(lambda t: margin(start + direction * t), near, step, xtol=1e-12 * (1 + abs(start)), rtol=1e-10)
         for inside in (edge * (1 + 1e-9) + 1e-14, 0.5 * (edge + step), step):
             if margin(start + direction * inside) < 0:
                 return start + direction * inside
@@ -160,11 +187,11 @@ def _certified_step(bound, start, below, max_doublings=20):
 
 
 def _rounding(loss, sums, r, tau):
-    """Bound on the rounding error of a quadratic bound evaluated from floating-point sums."""
-    M = loss.curvature_lipschitz
-    spread = r * sums.s_max + abs(tau)
-    magnitude = sums.abs_d1 + sums.d2 * spread + 0.5 * M * sums.count * spread * spread
-    return 4 * (np.log2(sums.count + 1) + 16) * EPS * magnitude + (loss.smoothness + M * spread) * sums.err
+    """Bound on the rounding error of a Taylor bound evaluated from floating-point sums."""
+    M, t = loss.curvature_lipschitz, sums.total
+    spread = r * float(sums.s_max.max(initial=0.0)) + abs(tau)
+    magnitude = t["abs_d1"] + t["d2"] * spread + 0.5 * M * t["count"] * spread * spread
+    return 4 * (np.log2(t["count"] + 1) + 16) * EPS * magnitude + (loss.smoothness + M * spread) * t["err"]
 
 
 def _certify(bound, tau, below):

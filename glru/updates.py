@@ -105,7 +105,7 @@ def remove_samples(fit, rows):
     intercept_data = None
     if p.fit_intercept:
         removed = RowSums.of(p.loss, y_rows, fit.margins_[rows], fit.deviation_norms_[rows],
-                             fit._margin_error(fit.abs_margins_[rows]))
+                             fit._margin_error(fit.abs_margins_[rows]), edges=fit.row_sums_.edges)
         intercept_data = dict(x_ref=fit.x_ref_, sums=fit.row_sums_ - removed, rows=lambda: (
             p.y[keep], fit.margins_[keep], fit.deviation_norms_[keep], fit._margin_error(fit.abs_margins_[keep])))
 
@@ -130,7 +130,7 @@ def add_samples(fit, X_new, y_new):
     intercept_data = None
     if p.fit_intercept:
         new_rows = (y_new, margins, _deviation_norms(X_new, fit.x_ref_), fit._margin_error(abs_margins))
-        intercept_data = dict(x_ref=fit.x_ref_, sums=fit.row_sums_ + RowSums.of(p.loss, *new_rows), rows=lambda: tuple(
+        intercept_data = dict(x_ref=fit.x_ref_, sums=fit.row_sums_ + RowSums.of(p.loss, *new_rows, edges=fit.row_sums_.edges), rows=lambda: tuple(
             np.concatenate([old, new]) for old, new in zip(
                 (p.y, fit.margins_, fit.deviation_norms_, fit._margin_error(fit.abs_margins_)), new_rows)))
 
