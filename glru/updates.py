@@ -98,7 +98,7 @@ def remove_samples(fit, rows):
     rows = check_indices(rows, p.n, "rows")
     keep = np.ones(p.n, dtype=bool)
     keep[rows] = False
-    X_rows, y_rows = p.X[rows], p.y[rows]
+    X_rows, y_rows = _dense_block(p.X[rows]), p.y[rows]
     delta = _Delta(X_rows, y_rows, fit.margins_[rows], fit.dual_coef_[rows], p.loss)
     delta.magnitude = 0.0  # the fit's magnitude already bounds every kept term
     delta.dom = dual_domain_terms(X_rows, p.loss, y_rows)
@@ -121,12 +121,13 @@ def add_samples(fit, X_new, y_new):
     y_new = check_y(y_new, X_new.shape[0], name="y_new", x_name="X_new")
     y_new = encode_binary(y_new, fit.classes_, "y_new")[0] if p.loss.is_classification \
         else check_regression_target(y_new, "y_new")
-    margins = np.asarray(X_new @ fit.coef_).ravel() + fit.intercept_
+    block = _dense_block(X_new)
+    margins = block @ fit.coef_ + fit.intercept_
     alpha = -p.loss.derivative(y_new, margins)  # KKT (8) at the old optimum
-    delta = _Delta(X_new, y_new, margins, alpha, p.loss)
-    abs_margins = np.asarray(abs(X_new) @ np.abs(fit.coef_)).ravel() + abs(fit.intercept_)
+    delta = _Delta(block, y_new, margins, alpha, p.loss)
+    abs_margins = np.abs(block) @ np.abs(fit.coef_) + abs(fit.intercept_)
     delta.magnitude = p.loss.value(y_new, margins).sum() + delta.abs_conj + np.abs(alpha) @ abs_margins
-    delta.dom = dual_domain_terms(X_new, p.loss, y_new)
+    delta.dom = dual_domain_terms(block, p.loss, y_new)
     intercept_data = None
     if p.fit_intercept:
         new_rows = (y_new, margins, _deviation_norms(X_new, fit.x_ref_), fit._margin_error(abs_margins))
@@ -227,6 +228,12 @@ def add_features(fit, X_cols):
         col_norms_sq=np.concatenate([p.col_norms_sq, col_norms_sq(X_cols)]), dual_domain=dual_domain_from_terms(dom, p.n),
         build_problem=build_problem, intercept_data=intercept_data,
     )
+
+
+def _dense_block(X_rows):
+    """The changed rows as a dense Δ × d array: the update costs O(Δ·d) anyway, and dense
+    arithmetic on a few rows avoids the per-call overhead of building sparse temporaries."""
+    return X_rows.toarray() if sp.issparse(X_rows) else np.asarray(X_rows)
 
 
 def _dense_columns(fit, cols):
