@@ -114,10 +114,12 @@ def test_incremental_gap_bounds_suboptimality(params):
     kappa = 0.3 * lam if p["elastic"] else 0.0
     fit = glru.fit(X, y, loss=p["loss"], lam=lam, kappa=kappa, fit_intercept=p["fit_intercept"], tol=1e-10)
     rng = np.random.default_rng(p["seed"] + 2)
-    cert = modify(fit, X, y, p["kind"], p["k"], rng, p["loss"])[0]
-    problem = cert.problem()
-    if p["fit_intercept"] and p["loss"] not in ("squared", "huber") and np.unique(problem.y).shape[0] < 2:
+    cert, _, y_new, _ = modify(fit, X, y, p["kind"], p["k"], rng, p["loss"])
+    if p["fit_intercept"] and p["loss"] not in ("squared", "huber") and np.unique(y_new).shape[0] < 2:
+        with pytest.raises(ValueError, match="single class"):
+            cert.problem()  # no finite intercept exists: the engine refuses, never guesses
         return
+    problem = cert.problem()
     ref = exact_fit(problem.X, problem.y, p["loss"], lam, kappa, p["fit_intercept"])
     suboptimality = problem.primal(cert.coef_centre, cert.intercept_centre) - ref.primal_
     assert cert.gap >= suboptimality - ref.gap()
