@@ -179,7 +179,9 @@ def _certified_step(bound, start, slope, below, max_doublings=30):
         return None
     if near > 0 and margin(start + direction * near) > 0:
         # the certified region begins between near and step: find its edge, then step inside it
-        edge = brentq(lambda t: margin(start + direction * t), near, step, xtol=1e-12 * (1 + abs(start)), rtol=1e-10)
+        # only an estimate: every candidate below is re-checked (disp=False: no error if it stalls)
+        edge = brentq(lambda t: margin(start + direction * t), near, step, xtol=1e-12 * (1 + abs(start)),
+                      rtol=1e-10, disp=False)
         for inside in (edge * (1 + 1e-9) + 1e-14, 0.5 * (edge + step), step):
             if margin(start + direction * inside) < 0:
                 return start + direction * inside
@@ -248,7 +250,7 @@ def approximate_root(f, scale, max_doublings=80):
     for _ in range(max_doublings):
         if np.sign(f(far)) != np.sign(f0):
             lo, hi = sorted((near, far))
-            return brentq(f, lo, hi, xtol=1e-14, rtol=4 * EPS)
+            return brentq(f, lo, hi, xtol=1e-14, rtol=4 * EPS, disp=False)  # an estimate; callers certify
         near, step = far, 2.0 * step
         far = near + step
     return None

@@ -73,16 +73,26 @@ problem_params = st.fixed_dictionaries(dict(
 ))
 
 
-@given(problem_params)
-def test_decision_bounds_contain_exact_optimum(params):
-    p = params
+def modified_problem(p, seed_offset):
+    """Fit the random problem described by ``p``, then apply its modification."""
     X, y = random_problem(p["seed"], p["n"], p["d"], p["loss"], sparse=p["sparse"])
     lam = 10.0 ** p["log_lam"]
     kappa = 0.3 * lam if p["elastic"] else 0.0
     fit = glru.fit(X, y, loss=p["loss"], lam=lam, kappa=kappa, fit_intercept=p["fit_intercept"], tol=1e-10)
-    rng = np.random.default_rng(p["seed"] + 1)
-    cert, X_new, y_new, X_eval = modify(fit, X, y, p["kind"], p["k"], rng, p["loss"])
-    if p["fit_intercept"] and p["loss"] not in ("squared", "huber") and np.unique(y_new).shape[0] < 2:
+    rng = np.random.default_rng(p["seed"] + seed_offset)
+    return (lam, kappa) + modify(fit, X, y, p["kind"], p["k"], rng, p["loss"])
+
+
+def loses_a_class(p, y_new):
+    """With an intercept, a classification problem left with one class has no finite optimum."""
+    return p["fit_intercept"] and p["loss"] not in ("squared", "huber") and np.unique(y_new).shape[0] < 2
+
+
+@given(problem_params)
+def test_decision_bounds_contain_exact_optimum(params):
+    p = params
+    lam, kappa, cert, X_new, y_new, X_eval = modified_problem(p, seed_offset=1)
+    if loses_a_class(p, y_new):
         return  # no finite intercept exists; covered by test_single_class_after_removal
     ref = exact_fit(X_new, y_new, p["loss"], lam, kappa, p["fit_intercept"])
     ref_lo, ref_hi = reference_interval(ref, X_eval)
@@ -109,13 +119,8 @@ def test_incremental_gap_bounds_suboptimality(params):
     data, and for row changes without intercept (same centre, same dual point) it equals the
     gap recomputed from scratch."""
     p = params
-    X, y = random_problem(p["seed"], p["n"], p["d"], p["loss"], sparse=p["sparse"])
-    lam = 10.0 ** p["log_lam"]
-    kappa = 0.3 * lam if p["elastic"] else 0.0
-    fit = glru.fit(X, y, loss=p["loss"], lam=lam, kappa=kappa, fit_intercept=p["fit_intercept"], tol=1e-10)
-    rng = np.random.default_rng(p["seed"] + 2)
-    cert, _, y_new, _ = modify(fit, X, y, p["kind"], p["k"], rng, p["loss"])
-    if p["fit_intercept"] and p["loss"] not in ("squared", "huber") and np.unique(y_new).shape[0] < 2:
+    lam, kappa, cert, _, y_new, _ = modified_problem(p, seed_offset=2)
+    if loses_a_class(p, y_new):
         with pytest.raises(ValueError, match="single class"):
             cert.problem()  # no finite intercept exists: the engine refuses, never guesses
         return

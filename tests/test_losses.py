@@ -85,29 +85,16 @@ def domain(loss, y):
 # ------------------------------------------------------------------ derivatives
 
 
+@pytest.mark.parametrize("function,derivative", [("value", "derivative"), ("derivative", "second_derivative")])
 @pytest.mark.parametrize("loss", LOSSES, ids=IDS)
-def test_derivative_matches_finite_differences_of_value(loss):
+def test_derivatives_match_finite_differences(loss, function, derivative):
     @SETTINGS
     @given(y=_y_strategy(loss), t=_t_strategy())
     def check(y, t):
         assume(not near_kink(loss, y, t))
         h = 1e-6 * max(1.0, abs(t))
-        fd = (f(loss, "value", y, t + h) - f(loss, "value", y, t - h)) / (2 * h)
-        d = f(loss, "derivative", y, t)
-        assert d == pytest.approx(fd, rel=1e-6, abs=1e-6)
-
-    check()
-
-
-@pytest.mark.parametrize("loss", LOSSES, ids=IDS)
-def test_second_derivative_matches_finite_differences_of_derivative(loss):
-    @SETTINGS
-    @given(y=_y_strategy(loss), t=_t_strategy())
-    def check(y, t):
-        assume(not near_kink(loss, y, t))
-        h = 1e-6 * max(1.0, abs(t))
-        fd = (f(loss, "derivative", y, t + h) - f(loss, "derivative", y, t - h)) / (2 * h)
-        assert f(loss, "second_derivative", y, t) == pytest.approx(fd, rel=1e-6, abs=1e-6)
+        fd = (f(loss, function, y, t + h) - f(loss, function, y, t - h)) / (2 * h)
+        assert f(loss, derivative, y, t) == pytest.approx(fd, rel=1e-6, abs=1e-6)
 
     check()
 
