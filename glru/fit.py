@@ -1,5 +1,7 @@
 """``glru.fit``: solve a regularized linear problem and keep what makes updates cheap."""
 
+from functools import cached_property
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -100,27 +102,56 @@ class Fit:
 
     # ---- the cached sums (17) and what the certificates need besides
     def _cache_sums(self, ev):
-        p, w, b = self.problem, self.coef_, self.intercept_
+        """The sums (17), from the solver's last gap evaluation at no extra cost. What only
+        certificates need (O(nnz) to build) is computed on first use, so that retrains that are
+        never modified again do not pay for it."""
+        p, w = self.problem, self.coef_
         self.dual_coef_ = ev.alpha
         self.margins_ = ev.margins
         self.Xt_alpha_ = ev.Xt_alpha
         self.loss_sum_ = p.loss.value(p.y, ev.margins).sum()
-        conj = p.loss.conjugate(p.y, -ev.alpha)
-        self.conj_sum_ = conj.sum()
+        self.conj_sum_ = p.loss.conjugate(p.y, -ev.alpha).sum()
         self.penalty_value_ = p.penalty.value(w)
         self.penalty_conj_ = p.penalty.conjugate(ev.Xt_alpha / p.n)
-        self.abs_margins_ = np.asarray(p.abs_X @ np.abs(w)).ravel() + abs(b)
-        self.magnitude_sum_ = self.loss_sum_ + np.abs(conj).sum() + np.abs(ev.alpha) @ self.abs_margins_
+        # n·(magnitude − penalty terms) = Σℓ + Σ|ℓ*| + |α|ᵀ(|X||w| + |b|): the allowance's sums
+        self.magnitude_sum_ = p.n * (ev.magnitude - self.penalty_value_ - self.penalty_conj_)
         self.gap_ = ev.gap
         self.primal_, self.dual_ = ev.primal, ev.dual
-        self.dual_domain_terms_ = dual_domain_terms(p.X, p.loss, p.y)
-        self.curvature_ = p.loss.second_derivative(p.y, ev.margins)
-        if p.fit_intercept:
-            self.x_ref_ = curvature_weighted_mean(p.X, self.curvature_)
-            self.deviation_norms_ = _deviation_norms(p.X, self.x_ref_)
-            self.row_sums_ = RowSums.of(p.loss, p.y, ev.margins, self.deviation_norms_,
-                                        self._margin_error(self.abs_margins_))
-            self.sign_parts_ = {side: updates.SignPart(p.X, ev.alpha, conj, side) for side in (1, -1)}
+
+    @cached_property
+    def abs_margins_(self):
+        """|x_i|·|w| + |b| per row: the scale of each margin's rounding error."""
+        return np.asarray(self.problem.abs_X @ np.abs(self.coef_)).ravel() + abs(self.intercept_)
+
+    @cached_property
+    def dual_domain_terms_(self):
+        p = self.problem
+        return dual_domain_terms(p.X, p.loss, p.y)
+
+    @cached_property
+    def curvature_(self):
+        return self.problem.loss.second_derivative(self.problem.y, self.margins_)
+
+    @cached_property
+    def x_ref_(self):
+        """The intercept bound's reference point (see :mod:`glru.intercept`)."""
+        return curvature_weighted_mean(self.problem.X, self.curvature_)
+
+    @cached_property
+    def deviation_norms_(self):
+        return _deviation_norms(self.problem.X, self.x_ref_)
+
+    @cached_property
+    def row_sums_(self):
+        p = self.problem
+        return RowSums.of(p.loss, p.y, self.margins_, self.deviation_norms_, self._margin_error(self.abs_margins_))
+
+    @cached_property
+    def sign_parts_(self):
+        p = self.problem
+        conj = p.loss.conjugate(p.y, -self.dual_coef_)
+        return {side: updates.SignPart(p.X, self.dual_coef_, conj, side) for side in (1, -1)}
+
 
     # ---- the fitted model
     def gap(self):
@@ -168,13 +199,11 @@ class Fit:
                 f"fit_intercept={self.fit_intercept}, n_samples={self.problem.n}, "
                 f"n_features={self.problem.d}, relative_gap={self.relative_gap():.2g})")
 
-    @property
+    @cached_property
     def columns_(self):
         """X in CSC (sparse) for column slicing, built once on first use."""
-        if not hasattr(self, "_columns"):
-            X = self.problem.X
-            self._columns = X.tocsc() if sp.issparse(X) else X
-        return self._columns
+        X = self.problem.X
+        return X.tocsc() if sp.issparse(X) else X
 
     def _margin_error(self, abs_margins):
         return margin_error(abs_margins, self.problem.d)
