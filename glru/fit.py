@@ -18,7 +18,8 @@ from .solver import solve, warn_not_converged
 
 
 def fit(X, y, loss="logistic", lam=0.01, kappa=0.0, fit_intercept=False, *, tol=1e-6,
-        max_iter=1000, solver="auto", coef_init=None, intercept_init=0.0, stop_when=None):
+        max_iter=1000, solver="auto", coef_init=None, intercept_init=0.0, stop_when=None,
+        cache_certificates=True):
     """Fit ``(1/n) Σ loss(y_i, x_i·w + b) + lam/2 ‖w‖² + kappa ‖w‖₁`` (b unpenalized, fitted only
     if ``fit_intercept``) to relative duality gap ``tol``.
 
@@ -41,6 +42,10 @@ def fit(X, y, loss="logistic", lam=0.01, kappa=0.0, fit_intercept=False, *, tol=
     coef_init, intercept_init : warm start.
     stop_when : callable(Certificate) -> bool, optional
         Early exit once a question about the optimum is answered (Remark 3).
+    cache_certificates : bool
+        Build the O(nnz) sums that certificates of modifications need as part of the fit, so
+        that every ``remove_samples`` etc. costs only its change. ``False`` defers them to first
+        use (for retrains that will not be modified again).
 
     Returns
     -------
@@ -57,7 +62,8 @@ def fit(X, y, loss="logistic", lam=0.01, kappa=0.0, fit_intercept=False, *, tol=
         y = check_regression_target(y)
     problem = Problem(X, y, loss, penalty, fit_intercept)
     return Fit.from_problem(problem, tol=tol, max_iter=max_iter, solver=solver, coef_init=coef_init,
-                            intercept_init=intercept_init, stop_when=stop_when, classes=classes)
+                            intercept_init=intercept_init, stop_when=stop_when, classes=classes,
+                            cache_certificates=cache_certificates)
 
 
 class Fit:
@@ -79,7 +85,7 @@ class Fit:
         The method that ran.
     """
 
-    def __init__(self, problem, result, tol, classes=None):
+    def __init__(self, problem, result, tol, classes=None, cache_certificates=True):
         self.problem, self.tol, self.classes_ = problem, tol, classes
         self.loss, self.penalty = problem.loss, problem.penalty
         self.lam, self.kappa, self.fit_intercept = problem.penalty.lam, problem.penalty.kappa, problem.fit_intercept
@@ -87,10 +93,12 @@ class Fit:
         self.n_iter_, self.converged_, self.solver_ = result.n_iter, result.converged, result.method
         self.stopped_early_ = result.stopped_early
         self._cache_sums(result.evaluation)
+        if cache_certificates:
+            self._build_certificate_caches()
 
     @classmethod
     def from_problem(cls, problem, *, tol=1e-6, max_iter=1000, solver="auto", coef_init=None,
-                     intercept_init=0.0, stop_when=None, classes=None):
+                     intercept_init=0.0, stop_when=None, classes=None, cache_certificates=True):
         if coef_init is not None:
             coef_init = np.asarray(coef_init, dtype=float)
             if coef_init.shape != (problem.d,):
@@ -98,7 +106,7 @@ class Fit:
         result = solve(problem, coef_init, intercept_init, tol=tol, max_iter=max_iter,
                        stop_when=stop_when, method=solver)
         warn_not_converged(result, tol)
-        return cls(problem, result, tol, classes)
+        return cls(problem, result, tol, classes, cache_certificates)
 
     # ---- the cached sums (17) and what the certificates need besides
     def _cache_sums(self, ev):
@@ -117,6 +125,14 @@ class Fit:
         self.magnitude_sum_ = p.n * (ev.magnitude - self.penalty_value_ - self.penalty_conj_)
         self.gap_ = ev.gap
         self.primal_, self.dual_ = ev.primal, ev.dual
+
+    def _build_certificate_caches(self):
+        caches = ["abs_margins_", "dual_domain_terms_", "columns_"]
+        if self.fit_intercept:
+            caches += ["row_sums_", "sign_parts_"]
+        for name in caches:
+            getattr(self, name)
+        self.problem.col_norms_sq
 
     @cached_property
     def abs_margins_(self):
