@@ -177,7 +177,7 @@ def certificate_at(problem, coef, intercept=0.0, gap_evaluation=None):
     return Certificate(
         gap=ev.gap, coef=coef, intercept=intercept, n_samples=problem.n, loss=problem.loss,
         penalty=problem.penalty, fit_intercept=problem.fit_intercept, Xt_alpha=ev.Xt_alpha,
-        col_norms_sq=problem.col_norms_sq, dual_domain=dual_domain_bounds(problem.X, problem.loss, problem.y),
+        col_norms_sq=problem.col_norms_sq, dual_domain=problem.dual_domain,
         build_problem=lambda: problem, intercept_data=intercept_data,
     )
 
@@ -208,45 +208,3 @@ def _box_bounds_shifted(X_eval, shift, lower, upper, chunk=1024):
         block = block.toarray() if sp.issparse(block) else block
         lo[start:start + chunk], hi[start:start + chunk] = bounds.box_decision_bounds(block - shift, lower, upper)
     return lo, hi
-
-
-def dual_domain_terms(X, loss, y):
-    """Per-column pieces of min/max of X_{:j}·α over α ∈ dom D's box (25): the finite lower
-    and upper sums, the number of infinite terms in each, and Σ_i |X_ij|(|a_i| + |c_i|) over the
-    finite ends (for the rounding bound). Kept as sums so that removing rows is a subtraction
-    (Remark 2's (27g) and (27j))."""
-    dom_lo, dom_hi = loss.conjugate_domain(y)
-    a, c = -dom_hi, -dom_lo  # α_i ∈ [a_i, c_i]
-    a_fin, c_fin = np.where(np.isfinite(a), a, 0.0), np.where(np.isfinite(c), c, 0.0)
-    a_inf, c_inf = (~np.isfinite(a)).astype(float), (~np.isfinite(c)).astype(float)
-    pos, neg = _positive_part(X), _negative_part(X)
-    is_pos, is_neg = (X > 0).astype(float), (X < 0).astype(float)
-    return dict(
-        lower=_tdot(pos, a_fin) + _tdot(neg, c_fin),
-        upper=_tdot(pos, c_fin) + _tdot(neg, a_fin),
-        lower_inf=_tdot(is_pos, a_inf) + _tdot(is_neg, c_inf),
-        upper_inf=_tdot(is_pos, c_inf) + _tdot(is_neg, a_inf),
-        magnitude=_tdot(abs(X), np.abs(a_fin) + np.abs(c_fin)),
-    )
-
-
-def dual_domain_from_terms(terms, n):
-    slack = 2.0 * (n + 16) * EPS * terms["magnitude"]
-    return (np.where(terms["lower_inf"] > 0, -np.inf, terms["lower"] - slack),
-            np.where(terms["upper_inf"] > 0, np.inf, terms["upper"] + slack))
-
-
-def dual_domain_bounds(X, loss, y):
-    return dual_domain_from_terms(dual_domain_terms(X, loss, y), X.shape[0])
-
-
-def _tdot(M, v):
-    return np.asarray(M.T @ v).ravel()
-
-
-def _positive_part(X):
-    return X.maximum(0) if sp.issparse(X) else np.maximum(X, 0.0)
-
-
-def _negative_part(X):
-    return X.minimum(0) if sp.issparse(X) else np.minimum(X, 0.0)

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from . import updates
 from ._validation import check_regression_target, check_X, check_y, encode_binary
 from .certificate import (
-    certificate_at, curvature_weighted_mean, dual_domain_terms, margin_error, _deviation_norms,
+    certificate_at, curvature_weighted_mean, margin_error, _deviation_norms,
 )
 from .intercept import RowSums
 from .losses import get_loss
@@ -117,8 +117,7 @@ class Fit:
         self.dual_coef_ = ev.alpha
         self.margins_ = ev.margins
         self.Xt_alpha_ = ev.Xt_alpha
-        self.loss_sum_ = p.loss.value(p.y, ev.margins).sum()
-        self.conj_sum_ = p.loss.conjugate(p.y, -ev.alpha).sum()
+        self.loss_sum_, self.conj_sum_ = ev.loss_sum, ev.conj_sum
         self.penalty_value_ = p.penalty.value(w)
         self.penalty_conj_ = p.penalty.conjugate(ev.Xt_alpha / p.n)
         # n·(magnitude − penalty terms) = Σℓ + Σ|ℓ*| + |α|ᵀ(|X||w| + |b|): the allowance's sums
@@ -127,22 +126,18 @@ class Fit:
         self.primal_, self.dual_ = ev.primal, ev.dual
 
     def _build_certificate_caches(self):
-        caches = ["abs_margins_", "dual_domain_terms_", "columns_"]
+        caches = ["abs_margins_", "columns_"]
         if self.fit_intercept:
             caches += ["row_sums_", "sign_parts_"]
         for name in caches:
             getattr(self, name)
-        self.problem.col_norms_sq
+        for name in ("col_norms_sq", "dual_domain_terms"):
+            getattr(self.problem, name)
 
     @cached_property
     def abs_margins_(self):
         """|x_i|·|w| + |b| per row: the scale of each margin's rounding error."""
         return np.asarray(self.problem.abs_X @ np.abs(self.coef_)).ravel() + abs(self.intercept_)
-
-    @cached_property
-    def dual_domain_terms_(self):
-        p = self.problem
-        return dual_domain_terms(p.X, p.loss, p.y)
 
     @cached_property
     def curvature_(self):

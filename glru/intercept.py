@@ -54,8 +54,8 @@ class RowSums:
     is kept as an upper bound.
     """
 
-    FIELDS = ("count", "d1", "d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "abs_u", "err")
-    NONNEGATIVE = ("count", "d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "abs_u", "err")
+    FIELDS = ("count", "d1", "d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "err")
+    NONNEGATIVE = ("count", "d2", "d2s", "d2ss", "s1", "s2", "abs_d1", "err")
 
     def __init__(self, edges, s_max, **fields):
         self.edges, self.s_max = edges, s_max
@@ -82,7 +82,7 @@ class RowSums:
             edges, s_max, count=per_bucket(None), d1=per_bucket(d1), d2=per_bucket(d2),
             d2s=per_bucket(d2 * deviation_norms), d2ss=per_bucket(d2 * deviation_norms ** 2),
             s1=per_bucket(deviation_norms), s2=per_bucket(deviation_norms ** 2), abs_d1=per_bucket(np.abs(d1)),
-            abs_u=per_bucket(np.abs(margins)), err=per_bucket(margin_error),
+            err=per_bucket(margin_error),
         )
 
     def _combine(self, other, sign):

@@ -8,10 +8,12 @@ absent. The smooth part f(z) = (1/n)Σℓ + (lam/2)‖w‖², z = (w, b), is exp
 ``fun/grad/hessp`` in the manner of LIBLINEAR's ``function`` class, for the Newton solvers.
 """
 
+from functools import cached_property
+
 import numpy as np
 import scipy.sparse as sp
 
-from .duality import enforce_zero_sum, gap_allowance, sound_gap
+from .duality import EPS, enforce_zero_sum, gap_allowance, sound_gap
 
 
 class Problem:
@@ -23,26 +25,25 @@ class Problem:
         self.loss, self.penalty, self.fit_intercept = loss, penalty, bool(fit_intercept)
         self.n, self.d = X.shape
         self._cache_key, self._cache_margins = None, None
-        self._row_norms_sq = self._col_norms_sq = self._abs_X = None
 
     # ---- data summaries (lazy: certificates need them, a plain solve does not)
-    @property
+    @cached_property
     def abs_X(self):
-        if self._abs_X is None:
-            self._abs_X = abs(self.X)
-        return self._abs_X
+        return abs(self.X)
 
-    @property
-    def row_norms_sq(self):
-        if self._row_norms_sq is None:
-            self._row_norms_sq = row_norms_sq(self.X)
-        return self._row_norms_sq
-
-    @property
+    @cached_property
     def col_norms_sq(self):
-        if self._col_norms_sq is None:
-            self._col_norms_sq = col_norms_sq(self.X)
-        return self._col_norms_sq
+        return col_norms_sq(self.X)
+
+    @cached_property
+    def dual_domain_terms(self):
+        """Sums behind Remark 2's clipping (see :func:`dual_domain_terms`)."""
+        return dual_domain_terms(self.X, self.loss, self.y)
+
+    @cached_property
+    def dual_domain(self):
+        """Per column, min and max of X_{:j}·α over the box of dom D (27g, 27j)."""
+        return dual_domain_from_terms(self.dual_domain_terms, self.n)
 
     # ---- objectives
     def margins(self, w, b=0.0):
@@ -63,11 +64,6 @@ class Problem:
             alpha = enforce_zero_sum(alpha)[0]
         return alpha
 
-    def dual(self, alpha, Xt_alpha=None):
-        if Xt_alpha is None:
-            Xt_alpha = self.X.T @ alpha
-        return -self.loss.conjugate(self.y, -alpha).mean() - self.penalty.conjugate(Xt_alpha / self.n)
-
     def duality_gap(self, w, b=0.0):
         """Sound duality gap at (w, b) and the dual point that achieves it.
 
@@ -87,7 +83,8 @@ class Problem:
         cross = np.abs(alpha) @ (self.abs_X @ np.abs(w) + abs(b))
         magnitude = (loss_terms.sum() + np.abs(conj_terms).sum() + cross) / self.n + pen_w + pen_conj
         gap = sound_gap(primal, dual, magnitude, self.n, self.d)
-        return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, u, magnitude, gap_allowance(magnitude, self.n, self.d))
+        return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, u, magnitude, gap_allowance(magnitude, self.n, self.d),
+                             loss_terms.sum(), conj_terms.sum())
 
     def _scale_into_dual_domain(self, alpha, Xt_alpha):
         """Without an L2 term ρ* is the indicator of |s| ≤ kappa: scale α toward 0 (feasible for
@@ -127,12 +124,14 @@ class Problem:
 class GapEvaluation:
     """A duality gap evaluated from scratch at a primal point, with the sums it was built from."""
 
-    __slots__ = ("gap", "primal", "dual", "alpha", "Xt_alpha", "margins", "magnitude", "allowance")
+    __slots__ = ("gap", "primal", "dual", "alpha", "Xt_alpha", "margins", "magnitude", "allowance",
+                 "loss_sum", "conj_sum")
 
-    def __init__(self, gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance):
+    def __init__(self, gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance, loss_sum, conj_sum):
         self.gap, self.primal, self.dual = gap, primal, dual
         self.alpha, self.Xt_alpha, self.margins = alpha, Xt_alpha, margins
         self.magnitude, self.allowance = magnitude, allowance
+        self.loss_sum, self.conj_sum = loss_sum, conj_sum  # Σℓ(u_i) and Σℓ*(−α_i), the (17b/c) sums
 
     @property
     def relative_gap(self):
@@ -159,3 +158,41 @@ def col_norms_sq(X):
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=0)).ravel()
     return np.einsum("ij,ij->j", X, X)
+
+
+def dual_domain_terms(X, loss, y):
+    """Per-column pieces of min/max of X_{:j}·α over α ∈ dom D's box (25): the finite lower
+    and upper sums, the number of infinite terms in each, and Σ_i |X_ij|(|a_i| + |c_i|) over the
+    finite ends (for the rounding bound). Kept as sums so that removing rows is a subtraction
+    (Remark 2's (27g) and (27j))."""
+    dom_lo, dom_hi = loss.conjugate_domain(y)
+    a, c = -dom_hi, -dom_lo  # α_i ∈ [a_i, c_i]
+    a_fin, c_fin = np.where(np.isfinite(a), a, 0.0), np.where(np.isfinite(c), c, 0.0)
+    a_inf, c_inf = (~np.isfinite(a)).astype(float), (~np.isfinite(c)).astype(float)
+    pos, neg = _positive_part(X), _negative_part(X)
+    is_pos, is_neg = (X > 0).astype(float), (X < 0).astype(float)
+    return dict(
+        lower=_tdot(pos, a_fin) + _tdot(neg, c_fin),
+        upper=_tdot(pos, c_fin) + _tdot(neg, a_fin),
+        lower_inf=_tdot(is_pos, a_inf) + _tdot(is_neg, c_inf),
+        upper_inf=_tdot(is_pos, c_inf) + _tdot(is_neg, a_inf),
+        magnitude=_tdot(abs(X), np.abs(a_fin) + np.abs(c_fin)),
+    )
+
+
+def dual_domain_from_terms(terms, n):
+    slack = 2.0 * (n + 16) * EPS * terms["magnitude"]
+    return (np.where(terms["lower_inf"] > 0, -np.inf, terms["lower"] - slack),
+            np.where(terms["upper_inf"] > 0, np.inf, terms["upper"] + slack))
+
+
+def _tdot(M, v):
+    return np.asarray(M.T @ v).ravel()
+
+
+def _positive_part(X):
+    return X.maximum(0) if sp.issparse(X) else np.maximum(X, 0.0)
+
+
+def _negative_part(X):
+    return X.minimum(0) if sp.issparse(X) else np.minimum(X, 0.0)

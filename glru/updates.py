@@ -16,11 +16,11 @@ import scipy.sparse as sp
 
 from ._validation import check_X, check_indices, check_regression_target, check_y, encode_binary
 from .certificate import (
-    Certificate, _deviation_norms, curvature_weighted_mean, dual_domain_from_terms, dual_domain_terms,
+    Certificate, _deviation_norms, curvature_weighted_mean,
 )
 from .duality import EPS, sound_gap
 from .intercept import RowSums
-from .problem import Problem, col_norms_sq
+from .problem import Problem, col_norms_sq, dual_domain_from_terms, dual_domain_terms
 
 
 class SignPart:
@@ -83,7 +83,7 @@ def _row_change_certificate(fit, sign, delta, n_new, intercept_data, build_probl
     gap = sound_gap(primal, dual, magnitude, n_new, p.d)
     col_norms_sq = fit.problem.col_norms_sq + sign * delta.col_norms_sq
     col_norms_sq = np.maximum(col_norms_sq, 0.0) + 4 * (p.n + 16) * EPS * fit.problem.col_norms_sq
-    dom = fit.dual_domain_terms_
+    dom = fit.problem.dual_domain_terms
     dom = {k: dom[k] + (sign * delta.dom[k] if k != "magnitude" else delta.dom[k]) for k in dom}
     return Certificate(
         gap=gap, coef=fit.coef_, intercept=fit.intercept_, n_samples=n_new, loss=p.loss, penalty=p.penalty,
@@ -168,7 +168,7 @@ def remove_features(fit, cols):
         rows_now = (p.y, margins, np.sqrt(np.maximum(dev_sq, 0.0) + 4 * (p.d + 16) * EPS * fit.deviation_norms_ ** 2),
                     fit._margin_error(fit.abs_margins_))
         intercept_data = dict(x_ref=fit.x_ref_[keep], sums=RowSums.of(p.loss, *rows_now), rows=lambda: rows_now)
-    dom = {k: v[keep] for k, v in fit.dual_domain_terms_.items()}
+    dom = {k: v[keep] for k, v in fit.problem.dual_domain_terms.items()}
 
     def build_problem():
         X = p.X[:, np.flatnonzero(keep)]
@@ -215,7 +215,7 @@ def add_features(fit, X_cols):
         intercept_data = dict(x_ref=np.concatenate([fit.x_ref_, x_ref_new]), sums=RowSums.of(p.loss, *rows_now),
                               rows=lambda: rows_now)
     dom_new = dual_domain_terms(X_cols, p.loss, p.y)
-    dom = {k: np.concatenate([fit.dual_domain_terms_[k], dom_new[k]]) for k in dom_new}
+    dom = {k: np.concatenate([fit.problem.dual_domain_terms[k], dom_new[k]]) for k in dom_new}
 
     def build_problem():
         X = sp.hstack([p.X, X_cols], format="csr") if sp.issparse(p.X) or sp.issparse(X_cols) \
