@@ -58,6 +58,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 
 import glru
+from glru.datasets import load_arcene, standardize as _standardize
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("GLRU_DATA", ROOT.parent / "shared" / "data"))
@@ -77,18 +78,6 @@ def _csr(X):
     # 32-bit indices: LinearSVC refuses int64 ones, and all methods then see the same matrix
     X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
     return X
-
-
-def _standardize(X):
-    X = X[:, X.std(axis=0) > 0]
-    return (X - X.mean(axis=0)) / X.std(axis=0)
-
-
-def load_arcene(data):
-    parts = [(data / f"arcene_{p}.data.gz", data / f"arcene_{p}.labels.gz") for p in ("train", "valid")]
-    X = np.vstack([np.loadtxt(f) for f, _ in parts])
-    y = np.concatenate([np.loadtxt(f) for _, f in parts])
-    return np.ascontiguousarray(_standardize(X)), y
 
 
 def _libsvm(file, dense=False, standardize=False):

@@ -32,6 +32,8 @@ class Certificate:
 
     def __init__(self, *, gap, coef, intercept, n_samples, loss, penalty, fit_intercept,
                  Xt_alpha, col_norms_sq, dual_domain, build_problem, intercept_data=None):
+        # col_norms_sq and dual_domain (the box (12) needs them) may be zero-argument callables,
+        # evaluated on first use: the ball (15) alone often decides, and they cost O(d) or more
         self.gap = float(gap)
         self.coef_centre = np.asarray(coef, dtype=float)
         self.intercept_centre = float(intercept)
@@ -57,6 +59,8 @@ class Certificate:
         """Per-coefficient box (12) with Remark 2's clipping, intersected with the ball (9)."""
         lower, upper = np.full(self.n_features, -np.inf), np.full(self.n_features, np.inf)
         if np.isfinite(self.loss.smoothness):
+            if callable(self._dual_domain):  # built on first use (see __init__)
+                self._col_norms_sq, self._dual_domain = self._col_norms_sq(), self._dual_domain()
             lower, upper = bounds.coefficient_box(
                 self.penalty, self._Xt_alpha, np.sqrt(self._col_norms_sq), self.dual_radius,
                 self.n_samples, *self._dual_domain,
@@ -81,29 +85,29 @@ class Certificate:
         return self.intercept_centre + tau_lo - spread, self.intercept_centre + tau_hi + spread
 
     # ---- Corollary 1
-    def decision_bounds(self, X_eval, intercept="fast"):
+    def decision_bounds(self, X_eval, intercept="fast", box=True):
         """Sound lower and upper bounds on x·w*_new + b*_new for every row x of ``X_eval``.
 
         ``X_eval`` is in the modified feature space. Returns the intersection of the
-        Primal-SCB (15) and the Dual-SCB (16) intervals, each of which is sound on its own.
-        With an unpenalized intercept, ``intercept`` chooses its bound as in
-        :meth:`intercept_bounds`.
+        Primal-SCB (15) and the Dual-SCB (16) intervals, each of which is sound on its own;
+        ``box=False`` skips the Dual-SCB (cheaper, wider). With an unpenalized intercept,
+        ``intercept`` chooses its bound as in :meth:`intercept_bounds`.
         """
         if intercept not in ("fast", "exact"):
             raise ValueError(f"intercept must be 'fast' or 'exact', got {intercept!r}.")
         X_eval = check_X(X_eval, name="X_eval", n_features=self.n_features)
         if self.fit_intercept:
-            return self._decision_bounds_with_intercept(X_eval, intercept)
+            return self._decision_bounds_with_intercept(X_eval, intercept, box)
         lower, upper = np.full(X_eval.shape[0], -np.inf), np.full(X_eval.shape[0], np.inf)
         if self.penalty.strong_convexity > 0:
             row_norms = np.sqrt(row_norms_sq(X_eval))
             lower, upper = bounds.ball_decision_bounds(X_eval, self.coef_centre, self.radius, row_norms)
-        if np.isfinite(self.loss.smoothness):
+        if box and np.isfinite(self.loss.smoothness):
             box_lo, box_hi = bounds.box_decision_bounds(X_eval, *self.coef_bounds())
             lower, upper = np.maximum(lower, box_lo), np.minimum(upper, box_hi)
         return lower, upper
 
-    def _decision_bounds_with_intercept(self, X_eval, intercept):
+    def _decision_bounds_with_intercept(self, X_eval, intercept, box):
         n_eval = X_eval.shape[0]
         if not self.penalty.strong_convexity > 0:
             return np.full(n_eval, -np.inf), np.full(n_eval, np.inf)
@@ -112,7 +116,7 @@ class Certificate:
         r = self.radius
         dev_norms = _deviation_norms(X_eval, x_ref)
         lower, upper = bounds.ball_decision_bounds(X_eval, self.coef_centre, r, dev_norms, self.intercept_centre)
-        if np.isfinite(self.loss.smoothness):
+        if box and np.isfinite(self.loss.smoothness):
             # (x − x̄)·w* over the box, plus ĉ = b̂ + x̄·ŵ
             c_hat = self.intercept_centre + x_ref @ self.coef_centre
             box_lo, box_hi = _box_bounds_shifted(X_eval, x_ref, *self.coef_bounds())

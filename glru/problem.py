@@ -45,6 +45,16 @@ class Problem:
         """Per column, min and max of X_{:j}·α over the box of dom D (27g, 27j)."""
         return dual_domain_from_terms(self.dual_domain_terms, self.n)
 
+    def column_summaries_after(self, block_col_norms_sq, block_domain_terms, sign, n_new):
+        """‖X_{:j}‖² and the dual-domain box of the columns after rows are removed (sign −1) or
+        added (+1), from the block's own sums, rounding-safe; ``n_new`` rows remain."""
+        col_sq = self.col_norms_sq + sign * block_col_norms_sq
+        col_sq = np.maximum(col_sq, 0.0) + 4 * (self.n + 16) * EPS * (self.col_norms_sq + block_col_norms_sq)
+        terms = self.dual_domain_terms
+        terms = {k: terms[k] + (sign * block_domain_terms[k] if k != "magnitude" else block_domain_terms[k])
+                 for k in terms}
+        return col_sq, dual_domain_from_terms(terms, max(self.n, n_new))
+
     # ---- objectives
     def margins(self, w, b=0.0):
         """x_i·w + b for every row, memoised on the last (w, b)."""
@@ -74,17 +84,8 @@ class Problem:
         Xt_alpha = self.X.T @ alpha
         if self.penalty.lam == 0:
             alpha, Xt_alpha = self._scale_into_dual_domain(alpha, Xt_alpha)
-        loss_terms = self.loss.value(self.y, u)
-        conj_terms = self.loss.conjugate(self.y, -alpha)
-        pen_w = self.penalty.value(w)
-        pen_conj = self.penalty.conjugate(Xt_alpha / self.n)
-        primal = loss_terms.mean() + pen_w
-        dual = -conj_terms.mean() - pen_conj
-        cross = np.abs(alpha) @ (self.abs_X @ np.abs(w) + abs(b))
-        magnitude = (loss_terms.sum() + np.abs(conj_terms).sum() + cross) / self.n + pen_w + pen_conj
-        gap = sound_gap(primal, dual, magnitude, self.n, self.d)
-        return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, u, magnitude, gap_allowance(magnitude, self.n, self.d),
-                             loss_terms.sum(), conj_terms.sum())
+        return assemble_gap(self.loss, self.penalty, self.y, w, u, alpha, Xt_alpha,
+                            self.abs_X @ np.abs(w) + abs(b), self.d)
 
     def _scale_into_dual_domain(self, alpha, Xt_alpha):
         """Without an L2 term ρ* is the indicator of |s| ≤ kappa: scale α toward 0 (feasible for
@@ -119,6 +120,26 @@ class Problem:
         t = curv * (self.X @ v_w + v_b)
         h_w = self.X.T @ t + self.penalty.lam * v_w
         return np.append(h_w, t.sum()) if self.fit_intercept else h_w
+
+
+def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d):
+    """The sound gap P(w, b) − D(α) from the margins x_i·w + b, a feasible α and Xᵀα.
+
+    ``abs_margins`` bounds |x_i|·|w| + |b| for every row (any upper bound is sound); it sizes
+    the rounding allowance. Shared by :meth:`Problem.duality_gap` and the batched fold gaps of
+    :mod:`glru.cross_validation`, which compute the products as matrix-matrix products.
+    """
+    n = y.shape[0]
+    loss_terms = loss.value(y, margins)
+    conj_terms = loss.conjugate(y, -alpha)
+    pen_w = penalty.value(w)
+    pen_conj = penalty.conjugate(Xt_alpha / n)
+    primal = loss_terms.mean() + pen_w
+    dual = -conj_terms.mean() - pen_conj
+    magnitude = (loss_terms.sum() + np.abs(conj_terms).sum() + np.abs(alpha) @ abs_margins) / n + pen_w + pen_conj
+    gap = sound_gap(primal, dual, magnitude, n, d)
+    return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, margins, magnitude, gap_allowance(magnitude, n, d),
+                         loss_terms.sum(), conj_terms.sum())
 
 
 class GapEvaluation:

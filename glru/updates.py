@@ -81,14 +81,11 @@ def _row_change_certificate(fit, sign, delta, n_new, intercept_data, build_probl
     dual = -conj_sum / n_new - pen_conj
     magnitude = (fit.magnitude_sum_ + delta.magnitude) / n_new + fit.penalty_value_ + pen_conj
     gap = sound_gap(primal, dual, magnitude, n_new, p.d)
-    col_norms_sq = fit.problem.col_norms_sq + sign * delta.col_norms_sq
-    col_norms_sq = np.maximum(col_norms_sq, 0.0) + 4 * (p.n + 16) * EPS * fit.problem.col_norms_sq
-    dom = fit.problem.dual_domain_terms
-    dom = {k: dom[k] + (sign * delta.dom[k] if k != "magnitude" else delta.dom[k]) for k in dom}
+    col_norms_sq, dual_domain = p.column_summaries_after(delta.col_norms_sq, delta.dom, sign, n_new)
     return Certificate(
         gap=gap, coef=fit.coef_, intercept=fit.intercept_, n_samples=n_new, loss=p.loss, penalty=p.penalty,
         fit_intercept=p.fit_intercept, Xt_alpha=Xt_alpha, col_norms_sq=col_norms_sq,
-        dual_domain=dual_domain_from_terms(dom, n_new), build_problem=build_problem,
+        dual_domain=dual_domain, build_problem=build_problem,
         intercept_data=intercept_data,
     )
 

@@ -1,4 +1,5 @@
-"""scikit-learn adapters for the glru engine (cross-validation, stepwise selection, search,
-deletion). Filled by later issues; the engine itself lives in :mod:`glru`."""
+"""scikit-learn adapters for glru: drop-in, exact and certified model selection."""
 
-__all__ = []
+from .cross_validation import FallbackWarning, GLRUCrossValidator, cross_val_score
+
+__all__ = ["FallbackWarning", "GLRUCrossValidator", "cross_val_score"]

@@ -6,15 +6,9 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.linear_model import LogisticRegression
 
 import glru
+from glru.datasets import load_arcene
 
 from ._problems import exact_fit, reference_interval
-
-
-def load_arcene(data):
-    X = np.vstack([np.loadtxt(data / "arcene_train.data.gz"), np.loadtxt(data / "arcene_valid.data.gz")])
-    y = np.concatenate([np.loadtxt(data / "arcene_train.labels.gz"), np.loadtxt(data / "arcene_valid.labels.gz")])
-    X = X[:, X.std(axis=0) > 0]
-    return (X - X.mean(axis=0)) / X.std(axis=0), y
 
 
 def load_libsvm(data, name, rows, seed=0):

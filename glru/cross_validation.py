@@ -1,0 +1,375 @@
+"""Exact cross-validation: every fold's held-out predictions, certified from one fit.
+
+For each fold (train rows T, held-out rows V) we need the held-out decision values
+x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
+
+1. fits the full data once (in row-space coordinates when n < d, see :mod:`glru.span`);
+2. takes one Newton step from that fit toward every fold's optimum, all from one Hessian
+   (:mod:`glru.newton_centres`; L2 penalties only);
+3. certifies every centre on the fold's own problem (Theorem 1 + Corollary 1, evaluated on X
+   for all folds at once with matrix-matrix products, :func:`fold_certificates`);
+4. solves only the folds whose held-out signs are still undecided, warm-started from their
+   centre and stopped as soon as the signs are certified (Remark 3), in parallel through
+   joblib (so ``joblib.parallel_backend("dask")`` spreads them over a cluster);
+5. certifies the solved centres the same way. A sign that no certificate can decide (a
+   decision value at 0 up to rounding) is taken from a solve to relative gap ``TOL_EXACT``,
+   which is what an exact refit gives.
+
+Every reported label is either certified or from such an exact solve; nothing is guessed.
+"""
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+
+from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
+from .duality import enforce_zero_sum
+from .newton_centres import NewtonCentres
+from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
+from .solver import solve
+from .span import RowSpan
+
+TOL_EXACT = 1e-10  # relative duality gap of the solves that stand in for exact refits
+SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
+NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
+BLOCK_FLOATS = 1 << 24  # the batched certification works on (n + d) × folds blocks of this size
+
+
+class Fold:
+    """Training rows and held-out rows of one split (integer index arrays)."""
+
+    def __init__(self, train, test):
+        self.train, self.test = np.asarray(train, dtype=np.intp), np.asarray(test, dtype=np.intp)
+
+
+class FoldOutcome:
+    """What is known about one fold's exact optimum on its held-out rows.
+
+    Attributes
+    ----------
+    lower, upper : ndarray
+        Certified bounds on the held-out decision values.
+    values : ndarray
+        Decision values at the fold's final centre (clipped into the bounds); exact to solver
+        tolerance when the fold was solved to ``TOL_EXACT``.
+    coef, intercept : ndarray, float
+        The final centre on X (the exact fold optimum to ``TOL_EXACT`` if the fold was solved
+        with ``need="values"``).
+    solved : bool
+        Whether the fold's problem was solved (a retrain) rather than certified from the fit.
+    exact : bool
+        Whether the centre is the fold's optimum to relative gap ``TOL_EXACT``.
+    """
+
+    def __init__(self, lower, upper, values, coef, intercept, solved, exact=False):
+        self.lower, self.upper, self.solved, self.exact = lower, upper, solved, exact
+        self.values = np.clip(values, lower, upper)
+        self.coef, self.intercept = coef, intercept
+
+    @property
+    def decided(self):
+        """Rows whose predicted label (decision > 0) is certified."""
+        return (self.lower > 0) | (self.upper <= 0)
+
+    @property
+    def labels(self):
+        """1 where the exact decision value is > 0 (scikit-learn's rule), else 0."""
+        return np.where(self.decided, self.lower > 0, self.values > 0).astype(int)
+
+
+class CrossValidation:
+    """Result of :func:`cross_validate`: per-fold outcomes, the full fit and the counts."""
+
+    def __init__(self, outcomes, coef, intercept, n_certified, timings):
+        self.outcomes, self.coef, self.intercept = outcomes, coef, intercept
+        self.n_certified = n_certified
+        self.n_retrained = sum(o.solved for o in outcomes)
+        self.timings = timings
+
+
+def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="labels", n_jobs=None,
+                   verbose=0, pre_dispatch="2*n_jobs"):
+    """Held-out decision values (``need="values"``) or labels (``need="labels"``) of every fold.
+
+    Parameters
+    ----------
+    X : float64 ndarray or CSR (validated); y : targets in the loss's encoding ({0, 1} → ±1 is
+        the loss's business, as in :class:`glru.problem.Problem`).
+    loss : glru.losses.Loss
+    folds : list of :class:`Fold`
+    penalty_for : callable(n_train) -> penalty
+        The penalty of a problem on n_train rows (scikit-learn's C fixes n·λ, not λ).
+    fit_intercept : bool
+        Unpenalized intercept. (A penalized one is a constant column of X.)
+    need : {"labels", "values"}
+    n_jobs, verbose, pre_dispatch : passed to :class:`joblib.Parallel` for the fold solves.
+
+    Returns
+    -------
+    CrossValidation
+    """
+    if need not in ("labels", "values"):
+        raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
+    return _Engine(X, y, loss, folds, penalty_for, fit_intercept, need,
+                   dict(n_jobs=n_jobs, verbose=verbose, pre_dispatch=pre_dispatch)).run()
+
+
+class _Engine:
+    def __init__(self, X, y, loss, folds, penalty_for, fit_intercept, need, parallel):
+        self.X, self.y, self.loss, self.folds = X, y, loss, folds
+        self.penalty_for, self.fit_intercept, self.need, self.parallel = penalty_for, fit_intercept, need, parallel
+        self.verbose = parallel["verbose"]
+        n, d = X.shape
+        l2 = penalty_for(n).kappa == 0
+        self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS else None
+        self.work_X = self.span.Z if self.span is not None else X
+        self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM
+
+    def run(self):
+        clock = _Clock()
+        full = solve(Problem(self.work_X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept),
+                     tol=TOL_EXACT)
+        coef, intercept = self._full_fit_on_X(full)
+        self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
+        clock.lap("full fit")
+        centres = self._newton_centres(full) if self.newton else [(full.coef, full.intercept)] * len(self.folds)
+        outcomes = self._certify(range(len(self.folds)), centres)
+        n_certified = sum(int(o.decided.sum()) for o in outcomes)
+        self._say(f"certified {n_certified} of {sum(f.test.size for f in self.folds)} held-out predictions "
+                  "without training")
+        clock.lap("centres")
+        open_folds = [k for k, o in enumerate(outcomes) if self._open(o)]
+        if open_folds and self.newton and self.span is None:
+            self._chord(open_folds, centres, outcomes)
+            open_folds = [k for k in open_folds if self._open(outcomes[k]) and not outcomes[k].exact]
+        if open_folds:
+            self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
+            solved = self._solve(open_folds, self.work_X, [centres[k] for k in open_folds])
+            for k, outcome in zip(open_folds, self._certify(open_folds, solved)):
+                outcome.solved = True
+                outcomes[k] = outcome
+            if self.span is not None:  # rounding of the row-space coordinates: settle on X itself
+                self._settle_on_X(outcomes, [k for k in open_folds if self._open(outcomes[k])],
+                                  dict(zip(open_folds, solved)))
+        clock.lap("solves")
+        return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
+
+    # ---- stages
+    def _full_fit_on_X(self, full):
+        if self.span is None:
+            return full.coef, full.intercept
+        problem = Problem(self.X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept)
+        polished = solve(problem, self.span.coef(full.coef), full.intercept, tol=TOL_EXACT)
+        return polished.coef, polished.intercept
+
+    def _newton_centres(self, full):
+        n = self.X.shape[0]
+        steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, full.coef,
+                                           full.intercept, n * self.penalty_for(n).lam)
+        centres, self.fold_solvers = [], []
+        for fold in self.folds:
+            n_train = fold.train.size
+            dropped = np.setdiff1d(np.arange(n), fold.train, assume_unique=True)  # not always the test rows
+            solver = steps.fold_solver(dropped, n_train * self.penalty_for(n_train).lam)
+            step = steps.step(dropped, n_train * self.penalty_for(n_train).lam, solver) if solver else None
+            centres.append(step if step is not None else (full.coef, full.intercept))
+            self.fold_solvers.append(solver)
+        return centres
+
+    def _certify(self, indices, work_centres):
+        """Outcomes for the folds ``indices`` at the given centres (row-space or X coordinates)."""
+        indices = list(indices)
+        coefs = [c for c, _ in work_centres]
+        if self.span is not None:
+            coefs = list(self.span.coef(np.column_stack(coefs)).T) if coefs else []
+        checked = self.checker.certificates([self.folds[k] for k in indices],
+                                            [self.penalty_for(self.folds[k].train.size) for k in indices],
+                                            coefs, [b for _, b in work_centres])
+        return [self._outcome(self.folds[k], cert) for k, (cert, _, _) in zip(indices, checked)]
+
+    def _outcome(self, fold, cert):
+        X_test = self.X[fold.test]
+        lower, upper = cert.decision_bounds(X_test, intercept="exact", box=False)
+        if not np.all((lower > 0) | (upper <= 0)) or self.need == "values":
+            lower, upper = cert.decision_bounds(X_test, intercept="exact")
+        values = np.asarray(X_test @ cert.coef_centre).ravel() + cert.intercept_centre
+        return FoldOutcome(lower, upper, values, cert.coef_centre, cert.intercept_centre, solved=False)
+
+    def _open(self, outcome):
+        if self.need == "values":
+            width = outcome.upper - outcome.lower
+            return bool(np.any(~(width <= VALUE_RTOL * np.maximum(1.0, np.abs(outcome.values)))))
+        return not outcome.decided.all()
+
+    def _solve(self, indices, data, centres):
+        tasks = (delayed(_solve_fold)(
+            data[self.folds[k].train], self.y[self.folds[k].train], self.loss,
+            self.penalty_for(self.folds[k].train.size), self.fit_intercept, coef, intercept,
+            data[self.folds[k].test] if self.need == "labels" else None)
+            for k, (coef, intercept) in zip(indices, centres))
+        return Parallel(**self.parallel)(tasks)
+
+    def _chord(self, indices, centres, outcomes):
+        """Newton steps for many folds at once with each fold's Hessian held at the full fit
+        (the chord method: one factorization per fold, reused), each iterate certified; a
+        fold leaves when decided, solved to ``TOL_EXACT``, or when its gap stops shrinking.
+        Every step costs two passes over X for all folds together (O(nnz(X)) products with
+        a block of columns), not a solve per fold."""
+        solvers = self.fold_solvers
+        active = [k for k in indices if solvers[k] is not None]
+        previous = {}
+        for _ in range(CHORD_MAX_STEPS):
+            if not active:
+                break
+            checked = self.checker.certificates(
+                [self.folds[k] for k in active], [self.penalty_for(self.folds[k].train.size) for k in active],
+                [centres[k][0] for k in active], [centres[k][1] for k in active], gradients=True)
+            still = []
+            for k, (cert, ev, gradient) in zip(active, checked):
+                outcome = self._outcome(self.folds[k], cert)
+                outcome.solved, outcome.exact = True, ev.converged(TOL_EXACT)
+                outcomes[k] = outcome
+                if not self._open(outcome) or outcome.exact or ev.gap > CHORD_CONTRACTION * previous.get(k, np.inf):
+                    continue
+                previous[k] = ev.gap
+                z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
+                z = z - solvers[k](gradient)
+                centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
+                still.append(k)
+            active = still
+
+    def _settle_on_X(self, outcomes, indices, work_solutions):
+        if not indices:
+            return
+        self._say(f"re-solving {len(indices)} folds on X (row-space rounding left them undecided)")
+        starts = [(self.span.coef(work_solutions[k][0]), work_solutions[k][1]) for k in indices]
+        solved = self._solve(indices, self.X, starts)
+        for k, outcome in zip(indices, self._certify_on_X(indices, solved)):
+            outcome.solved = True
+            outcomes[k] = outcome
+
+    def _certify_on_X(self, indices, centres):
+        checked = self.checker.certificates([self.folds[k] for k in indices],
+                                            [self.penalty_for(self.folds[k].train.size) for k in indices],
+                                            [c for c, _ in centres], [b for _, b in centres])
+        return [self._outcome(self.folds[k], cert) for k, (cert, _, _) in zip(indices, checked)]
+
+    def _say(self, message):
+        if self.verbose:
+            print(f"[glru cross-validation] {message}", flush=True)
+
+
+CHORD_MAX_STEPS = 12
+CHORD_CONTRACTION = 0.5  # a chord step must at least halve the gap, else the fold is solved
+
+# decision values count as pinned down when certified to this relative width; anything wider is
+# solved to TOL_EXACT, as an exact refit would be
+VALUE_RTOL = 1e-9
+
+
+def _solve_fold(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test):
+    """Solve one fold from (coef, intercept); with ``X_test`` stop once its labels are certified."""
+    problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
+    stop_when = None
+    if X_test is not None:
+        def stop_when(cert):
+            lower, upper = cert.decision_bounds(X_test, intercept="exact")
+            return bool(np.all((lower > 0) | (upper <= 0)))
+    result = solve(problem, coef, intercept, tol=TOL_EXACT, stop_when=stop_when)
+    return result.coef, result.intercept
+
+
+class _FoldChecker:
+    """Certificates of many folds of one data set at given centres, on X itself.
+
+    The fold's margins X_T ŵ and correlations X_Tᵀα̂ are computed for a block of folds at once
+    as X @ [ŵ_1 … ŵ_m] and Xᵀ @ [α̂_1 … α̂_m] (α̂ zero off T), which is what makes certifying
+    all n leave-one-out folds cost about two passes over X per block instead of 2n. The
+    column sums of each fold are the full ones minus the held-out rows'. The intercept bound
+    uses one fixed x̄ (the full fit's curvature-weighted mean) for every fold; the proof in
+    :mod:`glru.intercept` holds for any fixed x̄.
+    """
+
+    def __init__(self, X, y, loss, fit_intercept, coef, intercept):
+        self.X, self.y, self.loss, self.fit_intercept = X, y, loss, fit_intercept
+        self.full = Problem(X, y, loss, None, fit_intercept)
+        self.row_norms = np.sqrt(row_norms_sq(X))
+        if fit_intercept:
+            margins = np.asarray(X @ coef).ravel() + intercept
+            self.x_ref = curvature_weighted_mean(X, loss.second_derivative(y, margins))
+            self.deviation_norms = _deviation_norms(X, self.x_ref)
+
+    def certificates(self, folds, penalties, coefs, intercepts, gradients=False):
+        """A list of (Certificate, GapEvaluation, gradient or None), one per fold. With
+        ``gradients``, also ∇F_T at the centre in the sum form of :mod:`glru.newton_centres`
+        (from the same products: X_Tᵀℓ' = −Xᵀα before Σα = 0 is imposed)."""
+        n, d = self.X.shape
+        block = max(1, BLOCK_FLOATS // (3 * (n + d)))
+        out = []
+        for start in range(0, len(folds), block):
+            stop = start + block
+            out += self._block(folds[start:stop], penalties[start:stop], coefs[start:stop], intercepts[start:stop],
+                               gradients)
+        return out
+
+    def _block(self, folds, penalties, coefs, intercepts, gradients):
+        W = np.column_stack(coefs)
+        b = np.array([b if self.fit_intercept else 0.0 for b in intercepts])
+        U = np.asarray(self.X @ W) + b
+        m = len(folds)
+        A = np.zeros((U.shape[0], 2 * m if gradients and self.fit_intercept else m))
+        for j, fold in enumerate(folds):
+            alpha = -self.loss.derivative(self.y[fold.train], U[fold.train, j])
+            A[fold.train, j] = enforce_zero_sum(alpha)[0] if self.fit_intercept else alpha
+            if A.shape[1] > m:
+                A[fold.train, m + j] = alpha
+        XtA = np.asarray(self.X.T @ A)
+        out = []
+        for j, (fold, pen) in enumerate(zip(folds, penalties)):
+            cert, ev = self._certificate(fold, pen, W[:, j], b[j], U[fold.train, j], A[fold.train, j], XtA[:, j])
+            gradient = None
+            if gradients:
+                raw = m + j if A.shape[1] > m else j
+                strength = fold.train.size * pen.lam
+                gradient = -XtA[:, raw] + strength * W[:, j]
+                if self.fit_intercept:
+                    gradient = np.append(gradient, -A[fold.train, raw].sum())
+            out.append((cert, ev, gradient))
+        return out
+
+    def _certificate(self, fold, penalty, w, b, margins, alpha, Xt_alpha):
+        T, d = fold.train, self.X.shape[1]
+        # |x_i|·|w| ≤ ‖x_i‖‖w‖ (Cauchy–Schwarz) sizes the rounding allowance without another pass
+        abs_margins = (self.row_norms[T] * np.linalg.norm(w) + abs(b)) * (1 + 1e-12)
+        ev = assemble_gap(self.loss, penalty, self.y[T], w, margins, alpha, Xt_alpha, abs_margins, d)
+        columns = []  # the box's column sums, built only if the ball leaves a sign open
+
+        def column_summaries():
+            if not columns:
+                held_out = self.X[fold.test]
+                held_out = held_out.toarray() if sp.issparse(held_out) else held_out
+                columns.extend(self.full.column_summaries_after(
+                    col_norms_sq(held_out), dual_domain_terms(held_out, self.loss, self.y[fold.test]), -1, T.size))
+            return columns
+        intercept_data = None
+        if self.fit_intercept:
+            rows = (self.y[T], margins, self.deviation_norms[T], margin_error(abs_margins, d))
+            intercept_data = dict(x_ref=self.x_ref, rows=lambda: rows)
+        X, y, loss, fit_intercept = self.X, self.y, self.loss, self.fit_intercept
+        return Certificate(
+            gap=ev.gap, coef=w, intercept=b, n_samples=T.size, loss=loss, penalty=penalty,
+            fit_intercept=fit_intercept, Xt_alpha=Xt_alpha, col_norms_sq=lambda: column_summaries()[0],
+            dual_domain=lambda: column_summaries()[1],
+            build_problem=lambda: Problem(X[T], y[T], loss, penalty, fit_intercept),
+            intercept_data=intercept_data), ev
+
+
+class _Clock:
+    def __init__(self):
+        self.laps, self._last = {}, time.perf_counter()
+
+    def lap(self, name):
+        now = time.perf_counter()
+        self.laps[name], self._last = now - self._last, now

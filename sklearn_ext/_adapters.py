@@ -1,0 +1,136 @@
+"""Map scikit-learn estimators exactly onto glru's objective, or say why not.
+
+Per-instance-mean form (notes §8), n the rows of the fit at hand:
+
+=============================================================  ============  ==================  ===========
+estimator                                                      loss          λ, κ                intercept
+=============================================================  ============  ==================  ===========
+LogisticRegression(C, l1_ratio=0)  (penalty "l2")               logistic      1/(nC), 0           unpenalized
+LogisticRegression(C, 0 < l1_ratio < 1, solver="saga")          logistic      (1−r)/(nC), r/(nC)  unpenalized
+LogisticRegression(C, l1_ratio=0, solver="liblinear")           logistic      1/(nC), 0           penalized
+LinearSVC(C, loss="squared_hinge", penalty="l2")                squared hinge 1/(nC), 0           penalized
+=============================================================  ============  ==================  ===========
+
+A penalized intercept is a constant column of value ``intercept_scaling`` with the same L2
+penalty (LIBLINEAR's convention); the fitted ``intercept_`` is that scaling times its weight.
+A :class:`~sklearn.pipeline.Pipeline` is supported when every step before the model
+transforms each row on its own, without learning from the data (then transforming all rows
+once equals transforming each fold's rows). Anything else raises :class:`Unsupported`.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import Binarizer, Normalizer, PolynomialFeatures
+from sklearn.svm import LinearSVC
+
+from glru.losses import get_loss
+from glru.penalties import get_penalty
+
+# transformers whose output row depends on its input row only, and whose fit learns nothing
+# from the values of the data (it only records the number of features)
+ROW_WISE = (Normalizer, Binarizer, PolynomialFeatures)
+
+
+class Unsupported(Exception):
+    """The estimator or its parameters have no exact glru counterpart (the message says why)."""
+
+
+class LinearModel:
+    """An estimator's objective in glru's terms, and how to turn a solution back into it."""
+
+    def __init__(self, estimator, loss, C, l1_ratio, fit_intercept, intercept_scaling):
+        self.estimator, self.loss = estimator, get_loss(loss)
+        self.C, self.l1_ratio = float(C), float(l1_ratio)
+        self.fit_intercept = fit_intercept            # unpenalized intercept
+        self.intercept_scaling = intercept_scaling    # penalized intercept column, or None
+
+    def penalty_for(self, n_samples):
+        scale = 1.0 / (n_samples * self.C)
+        return get_penalty((1.0 - self.l1_ratio) * scale, self.l1_ratio * scale)
+
+    def design(self, X):
+        """X with the constant column of a penalized intercept appended."""
+        if self.intercept_scaling is None:
+            return X
+        column = np.full((X.shape[0], 1), float(self.intercept_scaling))
+        return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
+
+    def fitted(self, coef, intercept, classes, n_features):
+        """A clone of the estimator with (coef, intercept) as its fitted solution."""
+        model = clone(self.estimator)
+        coef = np.asarray(coef, dtype=float)
+        if self.intercept_scaling is not None:
+            coef, intercept = coef[:-1], self.intercept_scaling * coef[-1]
+        elif not self.fit_intercept:
+            intercept = 0.0
+        model.coef_ = coef.reshape(1, -1)
+        model.intercept_ = np.array([float(intercept)])
+        model.classes_ = classes
+        model.n_features_in_ = n_features
+        model.n_iter_ = np.array([0], dtype=np.int32)
+        return model
+
+
+def linear_model(estimator):
+    """The :class:`LinearModel` of a supported estimator (the last step of a Pipeline)."""
+    if type(estimator) is LogisticRegression:
+        return _logistic_regression(estimator)
+    if type(estimator) is LinearSVC:
+        return _linear_svc(estimator)
+    raise Unsupported(f"{type(estimator).__name__} is not supported (LogisticRegression, LinearSVC and "
+                      "Pipelines ending in one of them are)")
+
+
+def split_pipeline(estimator):
+    """(row-wise preprocessing or None, final estimator) of a supported estimator."""
+    if not isinstance(estimator, Pipeline):
+        return None, estimator
+    for name, step in estimator.steps[:-1]:
+        if step is not None and step != "passthrough" and type(step) not in ROW_WISE:
+            raise Unsupported(
+                f"Pipeline step {name!r} ({type(step).__name__}) learns from the training rows, so each fold "
+                "would transform the data differently; only row-wise stateless steps "
+                f"({', '.join(t.__name__ for t in ROW_WISE)}) are supported")
+    return estimator[:-1], estimator.steps[-1][1]
+
+
+def _check_C(C):
+    if not (isinstance(C, numbers.Real) and np.isfinite(C) and C > 0):
+        raise Unsupported(f"C={C!r} is not a finite positive number")
+
+
+def _logistic_regression(est):
+    if est.class_weight is not None:
+        raise Unsupported("class_weight is not supported")
+    _check_C(est.C)
+    penalty = getattr(est, "penalty", "deprecated")
+    l1_ratio = est.l1_ratio
+    if penalty == "l2":
+        l1_ratio = 0.0
+    elif penalty not in ("deprecated", "elasticnet"):
+        raise Unsupported(f"penalty={penalty!r} is not supported (an L2 term is needed)")
+    if l1_ratio is None or not (0.0 <= l1_ratio < 1.0):
+        raise Unsupported(f"l1_ratio={l1_ratio!r} is not supported (it must be in [0, 1): an L2 term is needed)")
+    if l1_ratio > 0 and est.solver != "saga":
+        raise Unsupported(f"an L1 term with solver={est.solver!r} (scikit-learn accepts it only with 'saga')")
+    if est.solver == "liblinear":
+        if l1_ratio > 0:
+            raise Unsupported("solver='liblinear' with an L1 term")
+        scaling = est.intercept_scaling if est.fit_intercept else None
+        return LinearModel(est, "logistic", est.C, 0.0, False, scaling)
+    return LinearModel(est, "logistic", est.C, l1_ratio, est.fit_intercept, None)
+
+
+def _linear_svc(est):
+    if est.loss != "squared_hinge" or est.penalty != "l2":
+        raise Unsupported(f"LinearSVC(loss={est.loss!r}, penalty={est.penalty!r}): only squared_hinge with l2")
+    if est.class_weight is not None:
+        raise Unsupported("class_weight is not supported")
+    _check_C(est.C)
+    scaling = est.intercept_scaling if est.fit_intercept else None
+    return LinearModel(est, "squared_hinge", est.C, 0.0, False, scaling)

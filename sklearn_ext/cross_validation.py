@@ -1,0 +1,231 @@
+"""Exact cross-validation for scikit-learn linear classifiers: :class:`GLRUCrossValidator` and a
+drop-in :func:`cross_val_score`.
+
+Scores equal what scikit-learn returns when every fold's fit reaches its exact optimum. Scorers
+that only look at predicted labels (accuracy, f1, balanced accuracy, a ``make_scorer`` on
+predictions, …) are computed from certified labels, so most folds are never trained; scorers
+that need decision values or probabilities get every fold solved to a relative duality gap of
+``glru.cross_validation.TOL_EXACT``, warm-started from a certified Newton centre.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn import model_selection
+from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
+from sklearn.metrics import accuracy_score, check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.pipeline import Pipeline
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, check_X_y
+
+from glru._validation import check_X
+from glru.cross_validation import Fold, cross_validate
+
+from ._adapters import Unsupported, linear_model, split_pipeline
+
+__all__ = ["GLRUCrossValidator", "cross_val_score"]
+
+
+class FallbackWarning(UserWarning):
+    """glru could not compute this exactly and ran scikit-learn's own computation instead."""
+
+
+class GLRUCrossValidator(BaseEstimator):
+    """Cross-validation scores of a linear classifier, exact, from certified held-out predictions.
+
+    Parameters
+    ----------
+    estimator : estimator
+        ``LogisticRegression`` (L2 or elastic net with ``l1_ratio < 1``), ``LinearSVC``
+        (squared hinge, L2), or a Pipeline of row-wise stateless steps ending in one of them.
+        Anything else, and multiclass targets, fall back to scikit-learn with a
+        :class:`FallbackWarning` that says why.
+    cv : int, cross-validation generator or iterable, default=None
+        As in :func:`sklearn.model_selection.cross_val_score` (5-fold by default; stratified
+        for classifiers).
+    scoring : str, callable or None, default=None
+        As in :func:`sklearn.model_selection.cross_val_score`.
+    n_jobs : int, default=None
+        Parallel fold solves through joblib (a ``joblib.parallel_backend`` applies).
+    verbose : int, default=0
+        Progress messages (≥ 1), and joblib's for the fold solves.
+    pre_dispatch : int or str, default="2*n_jobs"
+    error_score : "raise" or float, default=np.nan
+        Score of a fold whose fit fails (e.g. one class in its training rows), as in scikit-learn.
+
+    Attributes
+    ----------
+    scores_ : ndarray of shape (n_splits,)
+    n_certified_ : int
+        Held-out predictions whose label was certified from the full fit, without training.
+    n_retrained_ : int
+        Folds whose problem was solved.
+    decision_bounds_ : ndarray of shape (n_held_out, 2)
+        Certified interval of each held-out decision value, folds in split order.
+    held_out_indices_ : ndarray of shape (n_held_out,)
+        Row of each entry of ``decision_bounds_``.
+    estimator_ : estimator
+        The estimator fitted on all rows (exact optimum).
+    fallback_reason_ : str or None
+        Why scikit-learn's own computation was used, if it was.
+    """
+
+    def __init__(self, estimator, *, cv=None, scoring=None, n_jobs=None, verbose=0,
+                 pre_dispatch="2*n_jobs", error_score=np.nan):
+        self.estimator, self.cv, self.scoring = estimator, cv, scoring
+        self.n_jobs, self.verbose, self.pre_dispatch, self.error_score = n_jobs, verbose, pre_dispatch, error_score
+
+    def fit(self, X, y, groups=None):
+        """Compute the cross-validation scores of ``estimator`` on (X, y)."""
+        X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64)
+        splits = list(check_cv(self.cv, y, classifier=is_classifier(self.estimator)).split(X, y, groups))
+        scorer = check_scoring(self.estimator, scoring=self.scoring)
+        try:
+            preprocessing, final = split_pipeline(self.estimator)
+            model = linear_model(final)
+            target = type_of_target(y)
+            if target != "binary":
+                raise Unsupported(f"the target is {target} (binary targets only for now)")
+            trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size == 2]
+            if not trainable:
+                raise Unsupported("no training fold holds two classes")
+        except Unsupported as reason:
+            return self._fall_back(X, y, splits, str(reason))
+        self.fallback_reason_ = None
+        return self._fit_exact(X, y, splits, scorer, preprocessing, model, trainable)
+
+    def _fit_exact(self, X, y, splits, scorer, preprocessing, model, trainable):
+        if preprocessing is not None:
+            preprocessing = clone(preprocessing).fit(X, y)
+            X_model = check_X(preprocessing.transform(X))
+        else:
+            X_model = X
+        classes = np.unique(y)
+        need = _response_needed(scorer, self.estimator)
+        folds = [Fold(*splits[k]) for k in trainable]
+        result = cross_validate(
+            model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
+            model.fit_intercept, need=need, n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)
+        self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
+                                                                     X_model.shape[1]))
+        scores = np.full(len(splits), np.nan)
+        for k, outcome in zip(trainable, result.outcomes):
+            test = splits[k][1]
+            if need == "labels":
+                held_out = HeldOutPredictions(classes, outcome.labels)
+            else:
+                held_out = self._assemble(preprocessing, model.fitted(outcome.coef, outcome.intercept, classes,
+                                                                      X_model.shape[1]))
+            scores[k] = _score(scorer, held_out, X[test], y[test], self.error_score)
+        for k in sorted(set(range(len(splits))) - set(trainable)):  # scikit-learn's own failure path
+            scores[k] = model_selection.cross_val_score(
+                self.estimator, X, y, cv=[splits[k]], scoring=self.scoring, error_score=self.error_score)[0]
+        self.scores_ = scores
+        self.n_certified_, self.n_retrained_ = result.n_certified, result.n_retrained
+        self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in result.outcomes]),
+                                                 np.concatenate([o.upper for o in result.outcomes])])
+        self.held_out_indices_ = np.concatenate([f.test for f in folds])
+        self.timings_ = result.timings
+        return self
+
+    def _assemble(self, preprocessing, final):
+        if preprocessing is None:
+            return final
+        return Pipeline(list(preprocessing.steps) + [(self.estimator.steps[-1][0], final)])
+
+    def _fall_back(self, X, y, splits, reason):
+        warnings.warn(f"glru cannot compute this cross-validation exactly ({reason}); running scikit-learn's "
+                      "cross_val_score instead.", FallbackWarning, stacklevel=3)
+        self.fallback_reason_ = reason
+        self.scores_ = model_selection.cross_val_score(
+            self.estimator, X, y, scoring=self.scoring, cv=splits, n_jobs=self.n_jobs, verbose=self.verbose,
+            pre_dispatch=self.pre_dispatch, error_score=self.error_score)
+        self.n_certified_, self.n_retrained_ = 0, len(splits)
+        self.decision_bounds_ = self.held_out_indices_ = None
+        self.estimator_ = clone(self.estimator).fit(X, y) if np.unique(y).size > 1 else None
+        return self
+
+
+def cross_val_score(estimator, X, y=None, *, groups=None, scoring=None, cv=None, n_jobs=None, verbose=0,
+                    params=None, pre_dispatch="2*n_jobs", error_score=np.nan):
+    """Drop-in :func:`sklearn.model_selection.cross_val_score`, exact and certified.
+
+    Same signature, defaults and return value. Supported estimators (see
+    :class:`GLRUCrossValidator`) get the scores of exact refits; anything else, and ``params``
+    (fit parameters are not supported), runs scikit-learn's own function with a
+    :class:`FallbackWarning`.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_splits,)
+    """
+    if params:
+        warnings.warn(f"glru does not support fit parameters ({sorted(params)}); running scikit-learn's "
+                      "cross_val_score instead.", FallbackWarning, stacklevel=2)
+        return model_selection.cross_val_score(
+            estimator, X, y, groups=groups, scoring=scoring, cv=cv, n_jobs=n_jobs, verbose=verbose,
+            params=params, pre_dispatch=pre_dispatch, error_score=error_score)
+    if y is None:
+        raise ValueError("glru's cross_val_score needs y (supervised linear classifiers only).")
+    validator = GLRUCrossValidator(estimator, cv=cv, scoring=scoring, n_jobs=n_jobs, verbose=verbose,
+                                   pre_dispatch=pre_dispatch, error_score=error_score)
+    return validator.fit(X, y, groups=groups).scores_
+
+
+class HeldOutPredictions(ClassifierMixin, BaseEstimator):
+    """A stand-in classifier that returns a fold's certified held-out labels to a scorer.
+
+    Label-based scorers call only ``predict`` (or ``score``, which is accuracy on it), so
+    handing them these labels gives exactly the score of the exact refit.
+    """
+
+    def __init__(self, classes, labels):
+        self.classes, self.labels = classes, labels
+
+    def fit(self, X=None, y=None):
+        return self
+
+    def predict(self, X):
+        if X.shape[0] != len(self.labels):
+            raise ValueError(f"X has {X.shape[0]} rows; these predictions are for {len(self.labels)}.")
+        return np.asarray(self.classes)[self.labels]
+
+    @property
+    def classes_(self):
+        return np.asarray(self.classes)
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+
+def _is_accuracy(scorer):
+    if type(scorer).__name__ == "_PassthroughScorer":
+        return True
+    return getattr(scorer, "_score_func", None) is accuracy_score and not getattr(scorer, "_kwargs", True) \
+        and getattr(scorer, "_sign", 0) == 1
+
+
+def _response_needed(scorer, estimator):
+    """"labels" when the scorer only calls ``predict`` (or is a classifier's default accuracy),
+    else "values" (each fold solved exactly and handed to the scorer as a fitted estimator)."""
+    if type(scorer).__name__ == "_PassthroughScorer":
+        return "labels"  # the supported classifiers' score() is accuracy on predict()
+    method = getattr(scorer, "_response_method", None)
+    return "labels" if method in ("predict", ("predict",)) else "values"
+
+
+def _score(scorer, estimator, X, y, error_score):
+    """scorer(estimator, X, y) with scikit-learn's handling of a failing scorer."""
+    check_is_fitted(estimator)
+    if isinstance(estimator, HeldOutPredictions) and _is_accuracy(scorer):
+        # accuracy_score's own arithmetic, without its ~1 ms of validation per call (n calls in LOO)
+        return float(np.average(estimator.predict(X) == y))
+    try:
+        return scorer(estimator, X, y)
+    except Exception:
+        if error_score == "raise":
+            raise
+        warnings.warn("Scoring failed. The score on this train-test partition for these parameters will be "
+                      f"set to {error_score}.", UserWarning, stacklevel=3)
+        return error_score
