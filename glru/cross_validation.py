@@ -31,7 +31,10 @@ from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row
 from .solver import solve
 from .span import RowSpan
 
-TOL_EXACT = 1e-10  # relative duality gap of the solves that stand in for exact refits
+TOL_EXACT = 1e-10  # relative duality gap of the solves that stand in for exact refits of labels
+# decision values of a solve at relative gap g are only within ~sqrt(2gP/λ)·‖x‖ of the optimum's
+# (1e-5 at g = 1e-10 for small λ): value-based scores are solved to rounding level instead
+TOL_VALUES = 1e-15
 SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
 BLOCK_FLOATS = 1 << 24  # the batched certification works on (n + d) × folds blocks of this size
@@ -121,6 +124,7 @@ class _Engine:
         self.X, self.y, self.loss, self.folds = X, y, loss, folds
         self.penalty_for, self.fit_intercept, self.need, self.parallel = penalty_for, fit_intercept, need, parallel
         self.verbose = parallel["verbose"]
+        self.tol = TOL_VALUES if need == "values" else TOL_EXACT
         n, d = X.shape
         l2 = penalty_for(n).kappa == 0
         self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS else None
@@ -130,7 +134,7 @@ class _Engine:
     def run(self):
         clock = _Clock()
         full = solve(Problem(self.work_X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept),
-                     tol=TOL_EXACT)
+                     tol=self.tol)
         coef, intercept = self._full_fit_on_X(full)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         clock.lap("full fit")
@@ -161,7 +165,7 @@ class _Engine:
         if self.span is None:
             return full.coef, full.intercept
         problem = Problem(self.X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept)
-        polished = solve(problem, self.span.coef(full.coef), full.intercept, tol=TOL_EXACT)
+        polished = solve(problem, self.span.coef(full.coef), full.intercept, tol=self.tol)
         return polished.coef, polished.intercept
 
     def _newton_centres(self, full):
@@ -207,7 +211,7 @@ class _Engine:
         tasks = (delayed(_solve_fold)(
             data[self.folds[k].train], self.y[self.folds[k].train], self.loss,
             self.penalty_for(self.folds[k].train.size), self.fit_intercept, coef, intercept,
-            data[self.folds[k].test] if self.need == "labels" else None)
+            data[self.folds[k].test] if self.need == "labels" else None, self.tol)
             for k, (coef, intercept) in zip(indices, centres))
         return Parallel(**self.parallel)(tasks)
 
@@ -229,7 +233,7 @@ class _Engine:
             still = []
             for k, (cert, ev, gradient) in zip(active, checked):
                 outcome = self._outcome(self.folds[k], cert)
-                outcome.solved, outcome.exact = True, ev.converged(TOL_EXACT)
+                outcome.solved, outcome.exact = True, ev.converged(self.tol)
                 outcomes[k] = outcome
                 if not self._open(outcome) or outcome.exact or ev.gap > CHORD_CONTRACTION * previous.get(k, np.inf):
                     continue
@@ -269,7 +273,7 @@ CHORD_CONTRACTION = 0.5  # a chord step must at least halve the gap, else the fo
 VALUE_RTOL = 1e-9
 
 
-def _solve_fold(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test):
+def _solve_fold(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol):
     """Solve one fold from (coef, intercept); with ``X_test`` stop once its labels are certified."""
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
     stop_when = None
@@ -277,7 +281,7 @@ def _solve_fold(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
         def stop_when(cert):
             lower, upper = cert.decision_bounds(X_test, intercept="exact")
             return bool(np.all((lower > 0) | (upper <= 0)))
-    result = solve(problem, coef, intercept, tol=TOL_EXACT, stop_when=stop_when)
+    result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when)
     return result.coef, result.intercept
 
 

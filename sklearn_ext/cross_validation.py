@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 from sklearn import model_selection
 from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
+from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import accuracy_score, check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.pipeline import Pipeline
@@ -118,9 +119,8 @@ class GLRUCrossValidator(BaseEstimator):
                 held_out = self._assemble(preprocessing, model.fitted(outcome.coef, outcome.intercept, classes,
                                                                       X_model.shape[1]))
             scores[k] = _score(scorer, held_out, X[test], y[test], self.error_score)
-        for k in sorted(set(range(len(splits))) - set(trainable)):  # scikit-learn's own failure path
-            scores[k] = model_selection.cross_val_score(
-                self.estimator, X, y, cv=[splits[k]], scoring=self.scoring, error_score=self.error_score)[0]
+        for k in sorted(set(range(len(splits))) - set(trainable)):
+            scores[k] = self._one_class_fold(X, y, splits[k])
         self.scores_ = scores
         self.n_certified_, self.n_retrained_ = result.n_certified, result.n_retrained
         self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in result.outcomes]),
@@ -128,6 +128,21 @@ class GLRUCrossValidator(BaseEstimator):
         self.held_out_indices_ = np.concatenate([f.test for f in folds])
         self.timings_ = result.timings
         return self
+
+    def _one_class_fold(self, X, y, split):
+        """A training fold with one class: scikit-learn's estimators refuse to fit it; report
+        that as cross_val_score does (raise, or warn and use ``error_score``)."""
+        train, test = split
+        try:
+            clone(self.estimator).fit(X[train], y[train])
+        except Exception as error:
+            if self.error_score == "raise":
+                raise
+            warnings.warn(f"A fit failed; its score is set to {self.error_score}. The error was:\n{error!r}",
+                          FitFailedWarning, stacklevel=4)
+            return self.error_score
+        return model_selection.cross_val_score(self.estimator, X, y, cv=[split], scoring=self.scoring,
+                                               error_score=self.error_score)[0]
 
     def _assemble(self, preprocessing, final):
         if preprocessing is None:

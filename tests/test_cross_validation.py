@@ -1,0 +1,259 @@
+"""GLRUCrossValidator and the drop-in cross_val_score against exact refits of every fold."""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn import model_selection
+from sklearn.base import clone
+from sklearn.exceptions import FitFailedWarning
+from sklearn.linear_model import LogisticRegression, SGDClassifier
+from sklearn.metrics import check_scoring, make_scorer, matthews_corrcoef
+from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer, StandardScaler
+from sklearn.svm import LinearSVC
+
+import glru
+from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
+from sklearn_ext._adapters import linear_model, split_pipeline
+
+from ._problems import random_problem
+
+
+def exact_fold_estimator(estimator, X, y, train):
+    """The estimator fitted on rows ``train`` by an independent cold solve to relative gap 1e-14."""
+    pre, final = split_pipeline(estimator)
+    if pre is not None:
+        pre = clone(pre).fit(X)
+        X = pre.transform(X)
+    model = linear_model(final)
+    X_design = model.design(X)
+    classes = np.unique(y[train])
+    n_train = train.shape[0]
+    penalty = model.penalty_for(n_train)
+    fit = glru.fit(X_design[train], y[train], loss=model.loss, lam=penalty.lam, kappa=penalty.kappa,
+                   fit_intercept=model.fit_intercept, tol=1e-14)
+    fitted = model.fitted(fit.coef_, fit.intercept_, classes, X.shape[1])
+    return fitted if pre is None else make_pipeline(*[s for _, s in pre.steps], fitted)
+
+
+def exact_scores(estimator, X, y, cv, scoring=None):
+    scorer = check_scoring(estimator, scoring=scoring)
+    return np.array([scorer(exact_fold_estimator(estimator, X, y, train), X[test], y[test])
+                     for train, test in cv.split(X, y)])
+
+
+def labels01(y):
+    return np.where(y > 0, 1, 0)
+
+
+ESTIMATORS = [
+    LogisticRegression(C=1.0),
+    LogisticRegression(C=0.05, fit_intercept=False),
+    LogisticRegression(C=0.3, solver="liblinear", intercept_scaling=2.0),
+    LogisticRegression(C=0.5, l1_ratio=0.5, solver="saga"),
+    LinearSVC(C=0.2),
+    LinearSVC(C=0.1, fit_intercept=False),
+]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+@pytest.mark.parametrize("cv", [LeaveOneOut(), KFold(5, shuffle=True, random_state=0)], ids=["loo", "kfold"])
+@pytest.mark.parametrize("shape", [(40, 6), (30, 60)], ids=["n>d", "n<d"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_scores_equal_exact_refits(estimator, cv, shape, sparse):
+    X, y = random_problem(7, *shape, "logistic", sparse=sparse)
+    y = labels01(y)
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    expected = exact_scores(estimator, X, y, cv)
+    np.testing.assert_array_equal(validator.scores_, expected)
+    assert validator.n_retrained_ <= validator.scores_.shape[0]
+    n_held_out = sum(t.shape[0] for _, t in cv.split(X, y))
+    assert 0 <= validator.n_certified_ <= n_held_out
+
+
+@pytest.mark.parametrize("scoring", ["f1", "balanced_accuracy", "matthews_corrcoef", "jaccard",
+                                     make_scorer(matthews_corrcoef)])
+def test_label_scorers_exact(scoring):
+    X, y = random_problem(3, 60, 8, "logistic")
+    cv = StratifiedKFold(4, shuffle=True, random_state=1)
+    est = LogisticRegression(C=0.5)
+    got = cross_val_score(est, X, y, cv=cv, scoring=scoring)
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, cv, scoring))
+
+
+@pytest.mark.parametrize("estimator,scoring", [(LogisticRegression(C=2.0), "neg_log_loss"),
+                                               (LogisticRegression(C=2.0), "roc_auc"),
+                                               (LogisticRegression(C=2.0, fit_intercept=False), "neg_brier_score"),
+                                               (LinearSVC(C=0.5), "roc_auc")])
+def test_value_scorers_match_exact_refits(estimator, scoring):
+    X, y = random_problem(5, 50, 10, "logistic", sparse=True)
+    cv = StratifiedKFold(5, shuffle=True, random_state=2)
+    got = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+    np.testing.assert_allclose(got, exact_scores(estimator, X, y, cv, scoring), rtol=1e-6, atol=1e-9)
+
+
+def test_decision_bounds_contain_exact_values():
+    X, y = random_problem(11, 35, 50, "logistic")
+    est = LogisticRegression(C=0.2)
+    validator = GLRUCrossValidator(est, cv=LeaveOneOut()).fit(X, y)
+    for (lower, upper), i in zip(validator.decision_bounds_, validator.held_out_indices_):
+        train = np.flatnonzero(np.arange(X.shape[0]) != i)
+        value = exact_fold_estimator(est, X, y, train).decision_function(X[i:i + 1])[0]
+        assert lower - 1e-9 <= value <= upper + 1e-9
+    assert validator.decision_bounds_.shape == (X.shape[0], 2)
+    np.testing.assert_array_equal(np.sort(validator.held_out_indices_), np.arange(X.shape[0]))
+
+
+def test_full_estimator_is_the_exact_fit():
+    X, y = random_problem(2, 80, 5, "logistic")
+    validator = GLRUCrossValidator(LogisticRegression(C=0.7), cv=3).fit(X, y)
+    exact = exact_fold_estimator(LogisticRegression(C=0.7), X, y, np.arange(X.shape[0]))
+    np.testing.assert_allclose(validator.estimator_.coef_, exact.coef_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(validator.estimator_.intercept_, exact.intercept_, rtol=1e-5, atol=1e-7)
+    assert validator.estimator_.score(X, y) == exact.score(X, y)
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(8, 45), d=st.integers(1, 40),
+       C=st.floats(1e-3, 1e3), fit_intercept=st.booleans(), svc=st.booleans(), sparse=st.booleans(),
+       loo=st.booleans())
+def test_property_scores_equal_exact_refits(seed, n, d, C, fit_intercept, svc, sparse, loo):
+    X, y = random_problem(seed, n, d, "logistic", sparse=sparse)
+    y = labels01(y)
+    est = LinearSVC(C=C, fit_intercept=fit_intercept) if svc else LogisticRegression(C=C, fit_intercept=fit_intercept)
+    cv = LeaveOneOut() if loo else KFold(4, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)  # folds with one training class: scikit-learn's nan
+        got = GLRUCrossValidator(est, cv=cv).fit(X, y).scores_
+        ok = [np.unique(y[train]).size == 2 for train, _ in cv.split(X, y)]
+        expected = exact_scores(est, X, y, _Only(cv, ok))
+    np.testing.assert_array_equal(got[ok], expected)
+
+
+class _Only:
+    """The splits of ``cv`` where ``keep`` is True."""
+
+    def __init__(self, cv, keep):
+        self.cv, self.keep = cv, keep
+
+    def split(self, X, y=None):
+        return (s for s, k in zip(self.cv.split(X, y), self.keep) if k)
+
+
+def test_row_wise_pipeline_is_exact():
+    X, y = random_problem(4, 40, 12, "logistic")
+    est = make_pipeline(Normalizer(), LogisticRegression(C=3.0))
+    validator = GLRUCrossValidator(est, cv=LeaveOneOut()).fit(X, y)
+    assert validator.fallback_reason_ is None
+    np.testing.assert_array_equal(validator.scores_, exact_scores(est, X, y, LeaveOneOut()))
+
+
+@pytest.mark.parametrize("estimator,why", [
+    (SGDClassifier(random_state=0), "SGDClassifier is not supported"),
+    (make_pipeline(StandardScaler(), LogisticRegression()), "learns from the training rows"),
+    (LogisticRegression(l1_ratio=1.0, solver="saga"), "l1_ratio"),
+    (LogisticRegression(class_weight="balanced"), "class_weight"),
+    (LinearSVC(loss="hinge"), "squared_hinge"),
+])
+def test_unsupported_estimators_fall_back_with_reason(estimator, why):
+    X, y = random_problem(1, 30, 4, "logistic")
+    with pytest.warns(FallbackWarning, match=why), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, message="^(?!glru)")
+        got = cross_val_score(estimator, X, y, cv=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = model_selection.cross_val_score(estimator, X, y, cv=3)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_multiclass_and_fit_params_fall_back():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(45, 3)), np.repeat([0, 1, 2], 15)
+    with pytest.warns(FallbackWarning, match="multiclass"):
+        got = cross_val_score(LogisticRegression(), X, y, cv=3)
+    np.testing.assert_array_equal(got, model_selection.cross_val_score(LogisticRegression(), X, y, cv=3))
+    with pytest.warns(FallbackWarning, match="fit parameters"):
+        cross_val_score(LogisticRegression(), X[:30], y[:30], cv=3, params={"sample_weight": np.ones(30)})
+
+
+def test_signature_matches_scikit_learn():
+    ours = inspect.signature(cross_val_score)
+    theirs = inspect.signature(model_selection.cross_val_score)
+    assert list(ours.parameters) == list(theirs.parameters)
+    for name, p in theirs.parameters.items():
+        assert ours.parameters[name].kind == p.kind
+        assert repr(ours.parameters[name].default) == repr(p.default)
+
+
+def test_default_cv_and_scoring_match_scikit_learn():
+    X, y = random_problem(8, 70, 5, "logistic")
+    est = LogisticRegression(C=10.0)
+    got = cross_val_score(est, X, y)  # 5-fold stratified, accuracy
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, StratifiedKFold(5)))
+
+
+# ---- bad input, as scikit-learn handles it
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_input_raises_value_error(bad):
+    X, y = random_problem(0, 20, 3, "logistic")
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        cross_val_score(LogisticRegression(), X, y)
+
+
+def test_inconsistent_lengths_raise_value_error():
+    X, y = random_problem(0, 20, 3, "logistic")
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        cross_val_score(LogisticRegression(), X, y[:-1])
+
+
+def test_too_few_samples_for_the_cv_raises_like_scikit_learn():
+    X, y = random_problem(0, 4, 3, "logistic")
+    with pytest.raises(ValueError, match="n_splits=5"):
+        cross_val_score(LogisticRegression(), X, y, cv=KFold(5))
+
+
+def test_one_class_in_a_training_fold_gives_error_score():
+    X, y = random_problem(0, 12, 3, "logistic")
+    y = np.array([1] * 10 + [0] * 2)
+    cv = [(np.arange(10), np.arange(10, 12)), (np.arange(2, 12), np.arange(2))]
+    with pytest.warns(FitFailedWarning, match="only one class"):
+        got = cross_val_score(LogisticRegression(), X, y, cv=cv)
+    assert np.isnan(got[0]) and np.isfinite(got[1])
+    with pytest.raises(ValueError, match="class"):
+        cross_val_score(LogisticRegression(), X, y, cv=cv, error_score="raise")
+
+
+def test_one_class_overall_raises_like_scikit_learn():
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    with pytest.raises(ValueError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cross_val_score(LogisticRegression(), X, np.ones(10), cv=2)
+
+
+def test_sparse_and_dense_give_the_same_scores():
+    X, y = random_problem(9, 50, 20, "logistic", sparse=True)
+    dense = cross_val_score(LogisticRegression(C=0.3), X.toarray(), y, cv=LeaveOneOut())
+    np.testing.assert_array_equal(cross_val_score(LogisticRegression(C=0.3), sp.csr_matrix(X), y,
+                                                  cv=LeaveOneOut()), dense)
+
+
+def test_dask_backend_distributes_the_fold_solves():
+    distributed = pytest.importorskip("distributed")
+    import joblib
+
+    X, y = random_problem(6, 40, 8, "logistic")
+    est = LinearSVC(C=1.0)  # squared hinge: some folds need solving
+    expected = exact_scores(est, X, y, LeaveOneOut())
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with joblib.parallel_backend("dask"):
+            validator = GLRUCrossValidator(est, cv=LeaveOneOut(), n_jobs=-1).fit(X, y)
+        assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.task_groups)) > 0
+    assert validator.n_retrained_ > 0
+    np.testing.assert_array_equal(validator.scores_, expected)
