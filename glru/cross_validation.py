@@ -37,7 +37,7 @@ TOL_EXACT = 1e-10  # relative duality gap of the solves that stand in for exact 
 TOL_VALUES = 1e-15
 SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
-BLOCK_FLOATS = 1 << 24  # the batched certification works on (n + d) × folds blocks of this size
+BLOCK_FLOATS = 1 << 19  # the batched certification works on (n + d) × folds blocks of this size (4 MiB)
 
 
 class Fold:
@@ -57,9 +57,9 @@ class FoldOutcome:
     values : ndarray
         Decision values at the fold's final centre (clipped into the bounds); exact to solver
         tolerance when the fold was solved to ``TOL_EXACT``.
-    coef, intercept : ndarray, float
-        The final centre on X (the exact fold optimum to ``TOL_EXACT`` if the fold was solved
-        with ``need="values"``).
+    coef, intercept : ndarray or None, float
+        The final centre on X, kept with ``need="values"`` only (then the fold's optimum to
+        ``TOL_VALUES``).
     solved : bool
         Whether the fold's problem was solved (a retrain) rather than certified from the fit.
     exact : bool
@@ -185,12 +185,10 @@ class _Engine:
     def _certify(self, indices, work_centres):
         """Outcomes for the folds ``indices`` at the given centres (row-space or X coordinates)."""
         indices = list(indices)
-        coefs = [c for c, _ in work_centres]
-        if self.span is not None:
-            coefs = list(self.span.coef(np.column_stack(coefs)).T) if coefs else []
         checked = self.checker.certificates([self.folds[k] for k in indices],
                                             [self.penalty_for(self.folds[k].train.size) for k in indices],
-                                            coefs, [b for _, b in work_centres])
+                                            [c for c, _ in work_centres], [b for _, b in work_centres],
+                                            to_X=self.span.coef if self.span is not None else None)
         return [self._outcome(self.folds[k], cert) for k, (cert, _, _) in zip(indices, checked)]
 
     def _outcome(self, fold, cert):
@@ -199,7 +197,9 @@ class _Engine:
         if not np.all((lower > 0) | (upper <= 0)) or self.need == "values":
             lower, upper = cert.decision_bounds(X_test, intercept="exact")
         values = np.asarray(X_test @ cert.coef_centre).ravel() + cert.intercept_centre
-        return FoldOutcome(lower, upper, values, cert.coef_centre, cert.intercept_centre, solved=False)
+        # keep the centre only where the caller needs it (n folds × d floats for leave-one-out)
+        coef = cert.coef_centre.copy() if self.need == "values" else None
+        return FoldOutcome(lower, upper, values, coef, cert.intercept_centre, solved=False)
 
     def _open(self, outcome):
         if self.need == "values":
@@ -305,21 +305,20 @@ class _FoldChecker:
             self.x_ref = curvature_weighted_mean(X, loss.second_derivative(y, margins))
             self.deviation_norms = _deviation_norms(X, self.x_ref)
 
-    def certificates(self, folds, penalties, coefs, intercepts, gradients=False):
-        """A list of (Certificate, GapEvaluation, gradient or None), one per fold. With
+    def certificates(self, folds, penalties, coefs, intercepts, gradients=False, to_X=None):
+        """(Certificate, GapEvaluation, gradient or None) for each fold, in order. With
         ``gradients``, also ∇F_T at the centre in the sum form of :mod:`glru.newton_centres`
-        (from the same products: X_Tᵀℓ' = −Xᵀα before Σα = 0 is imposed)."""
+        (from the same products: X_Tᵀℓ' = −Xᵀα before Σα = 0 is imposed). ``to_X`` maps a
+        block of centres given in other coordinates (columns) to X's."""
         n, d = self.X.shape
         block = max(1, BLOCK_FLOATS // (3 * (n + d)))
-        out = []
-        for start in range(0, len(folds), block):
+        for start in range(0, len(folds), block):  # a generator: one block of centres alive at a time
             stop = start + block
-            out += self._block(folds[start:stop], penalties[start:stop], coefs[start:stop], intercepts[start:stop],
-                               gradients)
-        return out
+            W = np.column_stack(coefs[start:stop])
+            W = to_X(W) if to_X is not None else W
+            yield from self._block(folds[start:stop], penalties[start:stop], W, intercepts[start:stop], gradients)
 
-    def _block(self, folds, penalties, coefs, intercepts, gradients):
-        W = np.column_stack(coefs)
+    def _block(self, folds, penalties, W, intercepts, gradients):
         b = np.array([b if self.fit_intercept else 0.0 for b in intercepts])
         U = np.asarray(self.X @ W) + b
         m = len(folds)

@@ -185,7 +185,19 @@ def dual_domain_terms(X, loss, y):
     """Per-column pieces of min/max of X_{:j}·α over α ∈ dom D's box (25): the finite lower
     and upper sums, the number of infinite terms in each, and Σ_i |X_ij|(|a_i| + |c_i|) over the
     finite ends (for the rounding bound). Kept as sums so that removing rows is a subtraction
-    (Remark 2's (27g) and (27j))."""
+    (Remark 2's (27g) and (27j)). Rows are taken a block at a time, so that the temporaries
+    stay near 1 MiB instead of several copies of X."""
+    rows = max(1, (1 << 17) // max(X.shape[1], 1))
+    if X.shape[0] <= rows:
+        return _dual_domain_terms_block(X, loss, y)
+    terms = None
+    for start in range(0, X.shape[0], rows):
+        block = _dual_domain_terms_block(X[start:start + rows], loss, y[start:start + rows])
+        terms = block if terms is None else {key: terms[key] + block[key] for key in terms}
+    return terms
+
+
+def _dual_domain_terms_block(X, loss, y):
     dom_lo, dom_hi = loss.conjugate_domain(y)
     a, c = -dom_hi, -dom_lo  # α_i ∈ [a_i, c_i]
     a_fin, c_fin = np.where(np.isfinite(a), a, 0.0), np.where(np.isfinite(c), c, 0.0)

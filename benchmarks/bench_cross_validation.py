@@ -1,0 +1,105 @@
+"""Exact cross-validation: glru against scikit-learn's cross_val_score and LIBLINEAR's ``-v``.
+
+Reproduce (from the repository root, with ../shared/data present):
+
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py            # everything (~10 min)
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --quick     # arcene λ = 2^0 only, a9a.t
+
+Every configuration is run in this one process, one after the other, and reported as ratios
+of wall-clock times measured here. Peak memory is Python-tracked allocations (tracemalloc,
+which sees NumPy's buffers) of the same call. "agree" counts folds whose score equals
+scikit-learn's; scikit-learn stops at its default tol, so a disagreement means one of its fits
+was not at the optimum (glru's scores are those of exact refits, see tests/).
+"""
+
+import argparse
+import platform
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+import sklearn
+from liblinear import liblinearutil
+from sklearn.datasets import load_svmlight_file
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
+from sklearn.model_selection import cross_val_score as sklearn_cross_val_score
+
+from glru.datasets import load_arcene
+from sklearn_ext import GLRUCrossValidator
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def timed(function, memory=False):
+    if memory:
+        tracemalloc.start()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = function()
+    elapsed = time.perf_counter() - start
+    peak = None
+    if memory:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return result, elapsed, peak
+
+
+def liblinear_cv(X, y, C, folds, fit_intercept):
+    """LIBLINEAR's own -v cross-validation (its accuracy), L2 logistic (-s 0); -B 1 -R gives an
+    unpenalized bias like scikit-learn's default LogisticRegression."""
+    options = f"-s 0 -c {C} -v {folds} -q" + (" -B 1 -R" if fit_intercept else "")
+    return liblinearutil.train(y, X, options)
+
+
+def run(name, X, y, estimator, cv, liblinear_folds, memory):
+    validator, t_glru, _ = timed(lambda: GLRUCrossValidator(estimator, cv=cv).fit(X, y))
+    reference, t_sk, _ = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv))
+    if memory:  # separate runs: tracing allocations slows both down
+        m_glru = timed(lambda: GLRUCrossValidator(estimator, cv=cv).fit(X, y), memory=True)[2]
+        m_sk = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv), memory=True)[2]
+    _, t_ll, _ = timed(lambda: liblinear_cv(X, y, estimator.C, liblinear_folds, estimator.fit_intercept))
+    agree = int(np.sum(validator.scores_ == reference))
+    row = (f"| {name} | {estimator.fit_intercept} | {validator.scores_.mean():.4f} | {agree}/{len(reference)} | "
+           f"{validator.n_certified_} | {validator.n_retrained_} | {t_glru:.2f} | {t_sk:.2f} | {t_ll:.2f} | "
+           f"**{t_sk / t_glru:.1f}×** | **{t_ll / t_glru:.1f}×** |")
+    if memory:
+        row += f" {m_glru / 2**20:.0f} / {m_sk / 2**20:.0f} MiB |"
+    else:
+        row += " |"
+    print(row, flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    print(f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
+          f"{platform.processor() or platform.machine()}")
+    print("| task | intercept | glru score | agree with sklearn | certified | retrained | glru s | sklearn s | "
+          "LIBLINEAR -v s | vs sklearn | vs LIBLINEAR | peak memory glru / sklearn |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    X, y = load_arcene(DATA)
+    n = X.shape[0]
+    exponents = (0,) if args.quick else (0, -5, -10)
+    for fit_intercept in (False, True):
+        for e in exponents:
+            estimator = LogisticRegression(C=1.0 / (n * 2.0 ** e), fit_intercept=fit_intercept)
+            run(f"arcene LOO, λ = 2^{e}", X, y, estimator, LeaveOneOut(), n, memory=e == 0)
+    X, y = load_svmlight_file(str(DATA / "a9a.t.gz"))
+    X = X.tocsr()
+    for fit_intercept in (True, False):
+        estimator = LogisticRegression(C=1.0, fit_intercept=fit_intercept)
+        run("a9a.t 10-fold", X, y, estimator, StratifiedKFold(10), 10, memory=True)
+    if not args.quick:
+        X, y = load_svmlight_file(str(DATA / "mushrooms.gz"))
+        X = X.tocsr()
+        run("mushrooms 10-fold, C = 0.1", X, y, LogisticRegression(C=0.1), KFold(10, shuffle=True, random_state=0),
+            10, memory=False)
+
+
+if __name__ == "__main__":
+    main()
