@@ -12,8 +12,9 @@ x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
    centre and stopped as soon as the signs are certified (Remark 3), in parallel through
    joblib (so ``joblib.parallel_backend("dask")`` spreads them over a cluster);
 5. certifies the solved centres the same way. A sign that no certificate can decide (a
-   decision value at 0 up to rounding) is taken from a solve to relative gap ``TOL_EXACT``,
-   which is what an exact refit gives.
+   decision value at 0 up to what a gap can resolve) is taken from a solve to rounding level
+   (``TOL_ROUNDING``) polished by Newton steps until the gradient stops shrinking
+   (:func:`glru.solver.polish`): the most exact refit floating point allows.
 
 Every reported label is either certified or from such an exact solve; nothing is guessed.
 """
@@ -28,13 +29,15 @@ from .certificate import Certificate, _deviation_norms, curvature_weighted_mean,
 from .duality import enforce_zero_sum
 from .newton_centres import NewtonCentres
 from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
-from .solver import solve
+from .solver import polish, solve
 from .span import RowSpan
 
-TOL_EXACT = 1e-10  # relative duality gap of the solves that stand in for exact refits of labels
+TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
 # decision values of a solve at relative gap g are only within ~sqrt(2gP/λ)·‖x‖ of the optimum's
-# (1e-5 at g = 1e-10 for small λ): value-based scores are solved to rounding level instead
-TOL_VALUES = 1e-15
+# (1e-3 at g = 1e-10 on a9a.t, λ = 6.8e-5), which can flip a label a certificate cannot decide
+# and moves value-based scores in the 6th digit: fold solves therefore go to rounding level
+# (GapEvaluation.converged accepts a gap within its rounding allowance) unless certified first
+TOL_ROUNDING = 1e-15
 SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
 BLOCK_FLOATS = 1 << 19  # the batched certification works on (n + d) × folds blocks of this size (4 MiB)
@@ -55,19 +58,17 @@ class FoldOutcome:
     lower, upper : ndarray
         Certified bounds on the held-out decision values.
     values : ndarray
-        Decision values at the fold's final centre (clipped into the bounds); exact to solver
-        tolerance when the fold was solved to ``TOL_EXACT``.
+        Decision values at the fold's final centre (clipped into the bounds); exact to rounding
+        when the fold was solved to ``TOL_ROUNDING``.
     coef, intercept : ndarray or None, float
         The final centre on X, kept with ``need="values"`` only (then the fold's optimum to
-        ``TOL_VALUES``).
+        ``TOL_ROUNDING``).
     solved : bool
         Whether the fold's problem was solved (a retrain) rather than certified from the fit.
-    exact : bool
-        Whether the centre is the fold's optimum to relative gap ``TOL_EXACT``.
     """
 
-    def __init__(self, lower, upper, values, coef, intercept, solved, exact=False):
-        self.lower, self.upper, self.solved, self.exact = lower, upper, solved, exact
+    def __init__(self, lower, upper, values, coef, intercept, solved):
+        self.lower, self.upper, self.solved = lower, upper, solved
         self.values = np.clip(values, lower, upper)
         self.coef, self.intercept = coef, intercept
 
@@ -124,7 +125,7 @@ class _Engine:
         self.X, self.y, self.loss, self.folds = X, y, loss, folds
         self.penalty_for, self.fit_intercept, self.need, self.parallel = penalty_for, fit_intercept, need, parallel
         self.verbose = parallel["verbose"]
-        self.tol = TOL_VALUES if need == "values" else TOL_EXACT
+        self.full_tol = TOL_ROUNDING if need == "values" else TOL_EXACT
         n, d = X.shape
         l2 = penalty_for(n).kappa == 0
         self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS else None
@@ -134,7 +135,7 @@ class _Engine:
     def run(self):
         clock = _Clock()
         full = solve(Problem(self.work_X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept),
-                     tol=self.tol)
+                     tol=self.full_tol)
         coef, intercept = self._full_fit_on_X(full)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         clock.lap("full fit")
@@ -145,9 +146,12 @@ class _Engine:
                   "without training")
         clock.lap("centres")
         open_folds = [k for k, o in enumerate(outcomes) if self._open(o)]
+        if self.newton:  # the chord reuses the factorizations of open folds only; free the rest
+            keep = set(open_folds) if self.span is None else set()
+            self.fold_solvers = [s if k in keep else None for k, s in enumerate(self.fold_solvers)]
         if open_folds and self.newton and self.span is None:
             self._chord(open_folds, centres, outcomes)
-            open_folds = [k for k in open_folds if self._open(outcomes[k]) and not outcomes[k].exact]
+            open_folds = [k for k in open_folds if self._open(outcomes[k])]
         if open_folds:
             self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
             solved = self._solve(open_folds, self.work_X, [centres[k] for k in open_folds])
@@ -165,7 +169,7 @@ class _Engine:
         if self.span is None:
             return full.coef, full.intercept
         problem = Problem(self.X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept)
-        polished = solve(problem, self.span.coef(full.coef), full.intercept, tol=self.tol)
+        polished = solve(problem, self.span.coef(full.coef), full.intercept, tol=self.full_tol)
         return polished.coef, polished.intercept
 
     def _newton_centres(self, full):
@@ -174,21 +178,22 @@ class _Engine:
                                            full.intercept, n * self.penalty_for(n).lam)
         centres, self.fold_solvers = [], []
         for fold in self.folds:
-            n_train = fold.train.size
+            strength = fold.train.size * self.penalty_for(fold.train.size).lam
             dropped = np.setdiff1d(np.arange(n), fold.train, assume_unique=True)  # not always the test rows
-            solver = steps.fold_solver(dropped, n_train * self.penalty_for(n_train).lam)
-            step = steps.step(dropped, n_train * self.penalty_for(n_train).lam, solver) if solver else None
+            solver = steps.fold_solver(dropped, strength)
+            step = steps.step(dropped, strength, solver) if solver else None
             centres.append(step if step is not None else (full.coef, full.intercept))
             self.fold_solvers.append(solver)
         return centres
 
-    def _certify(self, indices, work_centres):
-        """Outcomes for the folds ``indices`` at the given centres (row-space or X coordinates)."""
+    def _certify(self, indices, centres, on_X=False):
+        """Outcomes for the folds ``indices`` at the given centres, in the working coordinates
+        (row-space or X) unless ``on_X``."""
         indices = list(indices)
+        to_X = self.span.coef if self.span is not None and not on_X else None
         checked = self.checker.certificates([self.folds[k] for k in indices],
                                             [self.penalty_for(self.folds[k].train.size) for k in indices],
-                                            [c for c, _ in work_centres], [b for _, b in work_centres],
-                                            to_X=self.span.coef if self.span is not None else None)
+                                            [c for c, _ in centres], [b for _, b in centres], to_X=to_X)
         return [self._outcome(self.folds[k], cert) for k, (cert, _, _) in zip(indices, checked)]
 
     def _outcome(self, fold, cert):
@@ -211,14 +216,15 @@ class _Engine:
         tasks = (delayed(_solve_fold)(
             data[self.folds[k].train], self.y[self.folds[k].train], self.loss,
             self.penalty_for(self.folds[k].train.size), self.fit_intercept, coef, intercept,
-            data[self.folds[k].test] if self.need == "labels" else None, self.tol)
+            data[self.folds[k].test] if self.need == "labels" else None, TOL_ROUNDING)
             for k, (coef, intercept) in zip(indices, centres))
         return Parallel(**self.parallel)(tasks)
 
     def _chord(self, indices, centres, outcomes):
         """Newton steps for many folds at once with each fold's Hessian held at the full fit
         (the chord method: one factorization per fold, reused), each iterate certified; a
-        fold leaves when decided, solved to ``TOL_EXACT``, or when its gap stops shrinking.
+        fold leaves when decided, or (to a solve from its centre) when its gap reaches rounding
+        level or stops shrinking.
         Every step costs two passes over X for all folds together (O(nnz(X)) products with
         a block of columns), not a solve per fold."""
         solvers = self.fold_solvers
@@ -233,10 +239,11 @@ class _Engine:
             still = []
             for k, (cert, ev, gradient) in zip(active, checked):
                 outcome = self._outcome(self.folds[k], cert)
-                outcome.solved, outcome.exact = True, ev.converged(self.tol)
+                outcome.solved = True
                 outcomes[k] = outcome
-                if not self._open(outcome) or outcome.exact or ev.gap > CHORD_CONTRACTION * previous.get(k, np.inf):
-                    continue
+                if not self._open(outcome) or ev.converged(TOL_ROUNDING) \
+                        or ev.gap > CHORD_CONTRACTION * previous.get(k, np.inf):
+                    continue  # decided; or left to the solve (and its polish) from this centre
                 previous[k] = ev.gap
                 z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
                 z = z - solvers[k](gradient)
@@ -250,15 +257,9 @@ class _Engine:
         self._say(f"re-solving {len(indices)} folds on X (row-space rounding left them undecided)")
         starts = [(self.span.coef(work_solutions[k][0]), work_solutions[k][1]) for k in indices]
         solved = self._solve(indices, self.X, starts)
-        for k, outcome in zip(indices, self._certify_on_X(indices, solved)):
+        for k, outcome in zip(indices, self._certify(indices, solved, on_X=True)):
             outcome.solved = True
             outcomes[k] = outcome
-
-    def _certify_on_X(self, indices, centres):
-        checked = self.checker.certificates([self.folds[k] for k in indices],
-                                            [self.penalty_for(self.folds[k].train.size) for k in indices],
-                                            [c for c, _ in centres], [b for _, b in centres])
-        return [self._outcome(self.folds[k], cert) for k, (cert, _, _) in zip(indices, checked)]
 
     def _say(self, message):
         if self.verbose:
@@ -269,7 +270,7 @@ CHORD_MAX_STEPS = 12
 CHORD_CONTRACTION = 0.5  # a chord step must at least halve the gap, else the fold is solved
 
 # decision values count as pinned down when certified to this relative width; anything wider is
-# solved to TOL_EXACT, as an exact refit would be
+# solved to TOL_ROUNDING
 VALUE_RTOL = 1e-9
 
 
@@ -282,7 +283,9 @@ def _solve_fold(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
             lower, upper = cert.decision_bounds(X_test, intercept="exact")
             return bool(np.all((lower > 0) | (upper <= 0)))
     result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when)
-    return result.coef, result.intercept
+    if result.stopped_early:
+        return result.coef, result.intercept
+    return polish(problem, result.coef, result.intercept)  # a sign no certificate decides, or values
 
 
 class _FoldChecker:
@@ -298,7 +301,7 @@ class _FoldChecker:
 
     def __init__(self, X, y, loss, fit_intercept, coef, intercept):
         self.X, self.y, self.loss, self.fit_intercept = X, y, loss, fit_intercept
-        self.full = Problem(X, y, loss, None, fit_intercept)
+        self.full = Problem(X, y, loss, None, fit_intercept)  # for its column sums; no objective
         self.row_norms = np.sqrt(row_norms_sq(X))
         if fit_intercept:
             margins = np.asarray(X @ coef).ravel() + intercept

@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
+from scipy.sparse.linalg import LinearOperator, cg
 
 from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
@@ -311,3 +312,30 @@ def warn_not_converged(result, tol):
             f"> tol={tol:g} after {result.n_iter} iterations; increase max_iter.",
             ConvergenceWarning, stacklevel=3,
         )
+
+
+def polish(problem, coef, intercept, max_steps=20):
+    """Newton steps from a solved point until the gradient stops shrinking (L2 penalty only).
+
+    A duality gap cannot resolve the optimum better than its rounding allowance: at a relative
+    gap of 1e-11 a decision value is only pinned to about √(2·gap/λ)·‖x‖ (1e-3 on a9a.t with
+    λ = 6.8e-5). Newton steps converge quadratically to the point where the gradient is zero up
+    to rounding, which decides the sign of a decision value that no certificate can: what an
+    exact refit computes. Each step solves H s = −g by conjugate gradients on ``hessp``; a step
+    that does not reduce ‖g‖ ends the polish (rounding level reached). Returns (coef, intercept).
+    """
+    if problem.penalty.kappa > 0:
+        return coef, intercept
+    z = problem.join(coef, intercept)
+    g = problem.grad(z)
+    for _ in range(max_steps):
+        hessian = LinearOperator((z.size, z.size), matvec=lambda v, at=z: problem.hessp(at, v), dtype=float)
+        step, _ = cg(hessian, -g, rtol=1e-12, maxiter=10 * z.size)
+        z_new = z + step
+        g_new = problem.grad(z_new)
+        if not np.linalg.norm(g_new) < np.linalg.norm(g):
+            break
+        z, g = z_new, g_new
+        if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)):
+            break
+    return problem.split(z)

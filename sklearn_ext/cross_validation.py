@@ -5,7 +5,8 @@ Scores equal what scikit-learn returns when every fold's fit reaches its exact o
 that only look at predicted labels (accuracy, f1, balanced accuracy, a ``make_scorer`` on
 predictions, …) are computed from certified labels, so most folds are never trained; scorers
 that need decision values or probabilities get every fold solved to a relative duality gap of
-``glru.cross_validation.TOL_EXACT``, warm-started from a certified Newton centre.
+``glru.cross_validation.TOL_ROUNDING`` (rounding level), warm-started from a certified Newton
+centre.
 """
 
 import warnings
@@ -103,7 +104,7 @@ class GLRUCrossValidator(BaseEstimator):
         else:
             X_model = X
         classes = np.unique(y)
-        need = _response_needed(scorer, self.estimator)
+        need = _response_needed(scorer)
         folds = [Fold(*splits[k]) for k in trainable]
         result = cross_validate(
             model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
@@ -198,7 +199,7 @@ class HeldOutPredictions(ClassifierMixin, BaseEstimator):
     def __init__(self, classes, labels):
         self.classes, self.labels = classes, labels
 
-    def fit(self, X=None, y=None):
+    def fit(self, X=None, y=None):  # the estimator protocol (check_is_fitted) wants one; nothing to learn
         return self
 
     def predict(self, X):
@@ -221,7 +222,7 @@ def _is_accuracy(scorer):
         and getattr(scorer, "_sign", 0) == 1
 
 
-def _response_needed(scorer, estimator):
+def _response_needed(scorer):
     """"labels" when the scorer only calls ``predict`` (or is a classifier's default accuracy),
     else "values" (each fold solved exactly and handed to the scorer as a fitted estimator)."""
     if type(scorer).__name__ == "_PassthroughScorer":
