@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
-from .duality import enforce_zero_sum
+from .duality import EPS, enforce_zero_sum
 from .newton_centres import NewtonCentres
 from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
 from .solver import polish, solve
@@ -69,6 +69,7 @@ class FoldOutcome:
 
     def __init__(self, lower, upper, values, coef, intercept, solved):
         self.lower, self.upper, self.solved = lower, upper, solved
+        self.settled = False  # the centre is the fold's optimum to rounding (see _Engine._chord)
         self.values = np.clip(values, lower, upper)
         self.coef, self.intercept = coef, intercept
 
@@ -196,10 +197,12 @@ class _Engine:
                                             [c for c, _ in centres], [b for _, b in centres], to_X=to_X)
         return [self._outcome(self.folds[k], cert) for k, (cert, _, _) in zip(indices, checked)]
 
-    def _outcome(self, fold, cert):
+    def _outcome(self, fold, cert, box=True):
+        """Bounds on the held-out decision values; the box (16) is tried only where the ball
+        (15) leaves a sign open, and not at all with ``box=False``."""
         X_test = self.X[fold.test]
         lower, upper = cert.decision_bounds(X_test, intercept="exact", box=False)
-        if not np.all((lower > 0) | (upper <= 0)) or self.need == "values":
+        if box and (not np.all((lower > 0) | (upper <= 0)) or self.need == "values"):
             lower, upper = cert.decision_bounds(X_test, intercept="exact")
         values = np.asarray(X_test @ cert.coef_centre).ravel() + cert.intercept_centre
         # keep the centre only where the caller needs it (n folds × d floats for leave-one-out)
@@ -207,6 +210,8 @@ class _Engine:
         return FoldOutcome(lower, upper, values, coef, cert.intercept_centre, solved=False)
 
     def _open(self, outcome):
+        if outcome.settled:
+            return False
         if self.need == "values":
             width = outcome.upper - outcome.lower
             return bool(np.any(~(width <= VALUE_RTOL * np.maximum(1.0, np.abs(outcome.values)))))
@@ -222,14 +227,14 @@ class _Engine:
 
     def _chord(self, indices, centres, outcomes):
         """Newton steps for many folds at once with each fold's Hessian held at the full fit
-        (the chord method: one factorization per fold, reused), each iterate certified; a
-        fold leaves when decided, or (to a solve from its centre) when its gap reaches rounding
-        level or stops shrinking.
+        (the chord method: one factorization per fold, reused), each iterate certified. A fold
+        leaves when decided, or when its steps stop shrinking: settled if its gap is then at
+        rounding level (its signs are those of the polished optimum), else left to a solve.
         Every step costs two passes over X for all folds together (O(nnz(X)) products with
         a block of columns), not a solve per fold."""
         solvers = self.fold_solvers
         active = [k for k in indices if solvers[k] is not None]
-        previous = {}
+        previous, bounded_at = {}, {}
         for _ in range(CHORD_MAX_STEPS):
             if not active:
                 break
@@ -238,15 +243,26 @@ class _Engine:
                 [centres[k][0] for k in active], [centres[k][1] for k in active], gradients=True)
             still = []
             for k, (cert, ev, gradient) in zip(active, checked):
-                outcome = self._outcome(self.folds[k], cert)
-                outcome.solved = True
-                outcomes[k] = outcome
-                if not self._open(outcome) or ev.converged(TOL_ROUNDING) \
-                        or ev.gap > CHORD_CONTRACTION * previous.get(k, np.inf):
-                    continue  # decided; or left to the solve (and its polish) from this centre
-                previous[k] = ev.gap
+                # bounds cost O(n) per fold (the intercept bracket): recompute them only once the
+                # gap has fallen 100-fold, and not at all at rounding level, where they stop shrinking
+                if ev.gap <= CHORD_REBOUND * bounded_at.get(k, np.inf) and not (k in previous and ev.converged(TOL_ROUNDING)):
+                    outcomes[k] = self._outcome(self.folds[k], cert, box=False)
+                    outcomes[k].solved, bounded_at[k] = True, ev.gap
+                    if not self._open(outcomes[k]):
+                        continue
                 z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
-                z = z - solvers[k](gradient)
+                step = solvers[k](gradient)
+                size = np.linalg.norm(step)
+                if size <= 4 * EPS * (1.0 + np.linalg.norm(z)) or size > CHORD_CONTRACTION * previous.get(k, np.inf):
+                    # no more progress: at rounding level this centre is the polished optimum
+                    # (as glru.solver.polish would leave it); otherwise a solve takes over
+                    outcomes[k] = self._outcome(self.folds[k], cert)  # the final, tightest bounds
+                    outcomes[k].solved = True
+                    if ev.converged(TOL_ROUNDING) and self._open(outcomes[k]):
+                        outcomes[k].settled = True
+                    continue
+                previous[k] = size
+                z = z - step
                 centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
                 still.append(k)
             active = still
@@ -266,8 +282,9 @@ class _Engine:
             print(f"[glru cross-validation] {message}", flush=True)
 
 
-CHORD_MAX_STEPS = 12
-CHORD_CONTRACTION = 0.5  # a chord step must at least halve the gap, else the fold is solved
+CHORD_MAX_STEPS = 50
+CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
+CHORD_REBOUND = 1e-2
 
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING
