@@ -175,8 +175,8 @@ class _Engine:
 
     def _newton_centres(self, full):
         n = self.X.shape[0]
-        steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, full.coef,
-                                           full.intercept, n * self.penalty_for(n).lam)
+        steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, full.coef, full.intercept,
+                              n * self.penalty_for(n).lam)
         centres, self.fold_solvers = [], []
         for fold in self.folds:
             strength = fold.train.size * self.penalty_for(fold.train.size).lam
