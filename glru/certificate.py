@@ -131,6 +131,8 @@ class Certificate:
         """[τ_lo, τ_hi] of :mod:`glru.intercept`, from cached sums (O(1)) or all rows (O(n))."""
         if how not in self._shifts:
             data = self._intercept_data
+            if callable(data.get("sums")):  # built on first use, like the box's sums
+                data["sums"] = data["sums"]()
             self._shifts[how] = intercept.shift_interval(
                 self.loss, self._radius_or_inf(), data.get("sums"), data["rows"], exact=how == "exact")
         return self._shifts[how]
@@ -199,8 +201,9 @@ def curvature_weighted_mean(X, curvature):
 
 def _deviation_norms(X, x_ref):
     """Upper bounds on ‖x_i − x̄‖₂ for every row, safe against cancellation."""
-    sq = row_norms_sq(X) - 2 * np.asarray(X @ x_ref).ravel() + x_ref @ x_ref
-    scale = (np.sqrt(row_norms_sq(X)) + np.linalg.norm(x_ref)) ** 2
+    norms_sq = row_norms_sq(X)
+    sq = norms_sq - 2 * np.asarray(X @ x_ref).ravel() + x_ref @ x_ref
+    scale = (np.sqrt(norms_sq) + np.linalg.norm(x_ref)) ** 2
     return np.sqrt(np.maximum(sq, 0.0) + 4 * (X.shape[1] + 16) * EPS * scale)
 
 

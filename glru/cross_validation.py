@@ -3,20 +3,25 @@
 For each fold (train rows T, held-out rows V) we need the held-out decision values
 x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
 
-1. fits the full data once (in row-space coordinates when n < d, see :mod:`glru.span`);
+1. fits the full data once (in row-space coordinates when n < d, see :mod:`glru.span`): a
+   rough solve, then chord steps with the Hessian of step 2 down to rounding level;
 2. takes one Newton step from that fit toward every fold's optimum, all from one Hessian
    (:mod:`glru.newton_centres`; L2 penalties only);
 3. certifies every centre on the fold's own problem (Theorem 1 + Corollary 1, evaluated on X
-   for all folds at once with matrix-matrix products, :func:`fold_certificates`);
-4. solves only the folds whose held-out signs are still undecided, warm-started from their
-   centre and stopped as soon as the signs are certified (Remark 3), in parallel through
-   joblib (so ``joblib.parallel_backend("dask")`` spreads them over a cluster);
-5. certifies the solved centres the same way. A sign that no certificate can decide (a
-   decision value at 0 up to what a gap can resolve) is taken from a solve to rounding level
-   (``TOL_ROUNDING``) polished by Newton steps until the gradient stops shrinking
-   (:func:`glru.solver.polish`): the most exact refit floating point allows.
+   for many folds at once with matrix-matrix products, :class:`_FoldChecker`);
+4. iterates the open folds by chord steps (each fold's Hessian frozen at the full fit, one
+   factorization per fold, Anderson-accelerated), certifying a fold only when its bounds
+   could settle it, until it is certified or its steps stop shrinking at rounding level;
+5. solves what is left (elastic net, large d, row-space coordinates, stalled folds),
+   warm-started from the centre and stopped as soon as the signs are certified (Remark 3),
+   in parallel through joblib (so ``joblib.parallel_backend("dask")`` spreads them over a
+   cluster), and certifies the solutions the same way.
 
-Every reported label is either certified or from such an exact solve; nothing is guessed.
+A sign that no certificate can decide (a decision value at 0 up to what a gap can resolve) is
+taken at a point polished until its steps stop shrinking: a chord iterate whose gap is at
+rounding level (``TOL_ROUNDING``), or a solve polished by Newton steps
+(:func:`glru.solver.polish`), the most exact refit floating point allows. Every reported label
+is either certified or from such an exact solve; nothing is guessed.
 """
 
 import time
@@ -25,8 +30,10 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
+from .bounds import primal_radius
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
 from .duality import EPS, enforce_zero_sum
+from .intercept import RowSums
 from .newton_centres import NewtonCentres
 from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
 from .solver import polish, solve
@@ -40,7 +47,7 @@ TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are n
 TOL_ROUNDING = 1e-15
 SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
-BLOCK_FLOATS = 1 << 19  # the batched certification works on (n + d) × folds blocks of this size (4 MiB)
+BLOCK_FLOATS = 1 << 17  # the batched certification works on (n + d) × folds blocks of this size (1 MiB)
 
 
 class Fold:
@@ -70,6 +77,7 @@ class FoldOutcome:
     def __init__(self, lower, upper, values, coef, intercept, solved):
         self.lower, self.upper, self.solved = lower, upper, solved
         self.settled = False  # the centre is the fold's optimum to rounding (see _Engine._chord)
+        self.rounded = False  # the centre's gap is at rounding level
         self.values = np.clip(values, lower, upper)
         self.coef, self.intercept = coef, intercept
 
@@ -132,16 +140,20 @@ class _Engine:
         self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS else None
         self.work_X = self.span.Z if self.span is not None else X
         self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM
+        everything = np.arange(n)
+        # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
+        self.dropped = [np.setdiff1d(everything, f.train, assume_unique=True) for f in folds]
 
     def run(self):
         clock = _Clock()
-        full = solve(Problem(self.work_X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept),
-                     tol=self.full_tol)
-        coef, intercept = self._full_fit_on_X(full)
+        hub = self._hub()
+        coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         clock.lap("full fit")
-        centres = self._newton_centres(full) if self.newton else [(full.coef, full.intercept)] * len(self.folds)
-        outcomes = self._certify(range(len(self.folds)), centres)
+        centres = self._newton_centres() if self.newton else [hub] * len(self.folds)
+        checked = self._certify(range(len(self.folds)), centres, final=False)
+        outcomes = [outcome for outcome, _, _ in checked]
+        radii = {k: (radius, floor) for k, (_, radius, floor) in enumerate(checked)}
         n_certified = sum(int(o.decided.sum()) for o in outcomes)
         self._say(f"certified {n_certified} of {sum(f.test.size for f in self.folds)} held-out predictions "
                   "without training")
@@ -151,12 +163,12 @@ class _Engine:
             keep = set(open_folds) if self.span is None else set()
             self.fold_solvers = [s if k in keep else None for k, s in enumerate(self.fold_solvers)]
         if open_folds and self.newton and self.span is None:
-            self._chord(open_folds, centres, outcomes)
+            self._chord(open_folds, centres, outcomes, radii)
             open_folds = [k for k in open_folds if self._open(outcomes[k])]
         if open_folds:
             self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
             solved = self._solve(open_folds, self.work_X, [centres[k] for k in open_folds])
-            for k, outcome in zip(open_folds, self._certify(open_folds, solved)):
+            for k, (outcome, _, _) in zip(open_folds, self._certify(open_folds, solved)):
                 outcome.solved = True
                 outcomes[k] = outcome
             if self.span is not None:  # rounding of the row-space coordinates: settle on X itself
@@ -166,56 +178,115 @@ class _Engine:
         return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
 
     # ---- stages
-    def _full_fit_on_X(self, full):
+    def _hub(self):
+        """The full-data optimum in the working coordinates. With the Newton centres available,
+        a rough solve (``HUB_TOL``) is polished by chord steps with the Hessian the centres need
+        anyway: a few O(nnz) gradients instead of the Hessian-vector products of the last
+        Newton iterations."""
+        n = self.X.shape[0]
+        penalty = self.penalty_for(n)
+        problem = Problem(self.work_X, self.y, self.loss, penalty, self.fit_intercept)
+        start = solve(problem, tol=HUB_TOL if self.newton else self.full_tol)
+        coef, intercept = start.coef, start.intercept
+        if self.newton:
+            self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
+                                       n * penalty.lam)
+            try:
+                coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
+                                         newton_solve=lambda g: n * self.steps.full_solver(g))
+            except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: solve instead
+                pass
+        if self.newton and not problem.duality_gap(coef, intercept).converged(self.full_tol):
+            finished = solve(problem, coef, intercept, tol=self.full_tol)
+            coef, intercept = finished.coef, finished.intercept
+        if self.newton:
+            self.steps.move_to(coef, intercept)
+        return coef, intercept
+
+    def _full_fit_on_X(self, coef, intercept):
         if self.span is None:
-            return full.coef, full.intercept
+            return coef, intercept
         problem = Problem(self.X, self.y, self.loss, self.penalty_for(self.X.shape[0]), self.fit_intercept)
-        polished = solve(problem, self.span.coef(full.coef), full.intercept, tol=self.full_tol)
+        polished = solve(problem, self.span.coef(coef), intercept, tol=self.full_tol)
         return polished.coef, polished.intercept
 
-    def _newton_centres(self, full):
-        n = self.X.shape[0]
-        steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, full.coef, full.intercept,
-                              n * self.penalty_for(n).lam)
+    def _newton_centres(self):
         centres, self.fold_solvers = [], []
-        for fold in self.folds:
+        origin = (self.steps.z[:-1], self.steps.z[-1]) if self.fit_intercept else (self.steps.z, 0.0)
+        for fold, dropped in zip(self.folds, self.dropped):
             strength = fold.train.size * self.penalty_for(fold.train.size).lam
-            dropped = np.setdiff1d(np.arange(n), fold.train, assume_unique=True)  # not always the test rows
-            solver = steps.fold_solver(dropped, strength)
-            step = steps.step(dropped, strength, solver) if solver else None
-            centres.append(step if step is not None else (full.coef, full.intercept))
+            solver = self.steps.fold_solver(dropped, strength)
+            step = self.steps.step(dropped, strength, solver) if solver else None
+            centres.append(step if step is not None else origin)
             self.fold_solvers.append(solver)
         return centres
 
-    def _certify(self, indices, centres, on_X=False):
-        """Outcomes for the folds ``indices`` at the given centres, in the working coordinates
-        (row-space or X) unless ``on_X``."""
+    def _certify(self, indices, centres, on_X=False, final=True):
+        """(outcome, radius, floor) for the folds ``indices`` at the given centres, in the
+        working coordinates (row-space or X) unless ``on_X``.
+
+        Bounds are computed in full (exact intercept bracket, box) only where the ball could
+        settle the fold (:meth:`_promising`) and the centre is not at rounding level already;
+        elsewhere they are the cheap ones if ``final``, and infinite (open) if not. ``radius`` is the certified radius, or the larger one the
+        bounds amount to per unit of ‖x − x̄‖ when they were computed; ``floor`` is the radius
+        the gap's rounding allowance alone would give, below which no centre can certify."""
         indices = list(indices)
         to_X = self.span.coef if self.span is not None and not on_X else None
         checked = self.checker.certificates([self.folds[k] for k in indices],
                                             [self.penalty_for(self.folds[k].train.size) for k in indices],
                                             [c for c, _ in centres], [b for _, b in centres], to_X=to_X)
-        return [self._outcome(self.folds[k], cert) for k, (cert, _, _) in zip(indices, checked)]
+        out = []
+        for k, (cert, ev, values) in zip(indices, checked):
+            radius = cert.radius
+            floor = primal_radius(ev.allowance, cert.penalty.strong_convexity)
+            promising = self._promising(k, values, radius)
+            rounded = ev.converged(TOL_ROUNDING)
+            if final or promising:
+                # at rounding level the centre's values are the exact refit's: cheap bounds suffice
+                outcome = self._outcome(self.folds[k], cert, values, thorough=promising and not rounded)
+                outcome.rounded = rounded
+                half_widths = 0.5 * (outcome.upper - outcome.lower)
+                spread = self.checker.spread_norms[self.folds[k].test]
+                scaled = np.divide(half_widths, spread, out=np.zeros_like(spread), where=spread > 0)
+                effective = float(np.max(scaled, initial=0.0))
+                if radius > 0 and np.isfinite(effective):  # the intercept's slack scales the floor too
+                    floor *= max(effective / radius, 1.0)
+                radius = max(radius, effective)
+            else:
+                infinite = np.full(values.shape, np.inf)
+                outcome = FoldOutcome(-infinite, infinite, values, None, cert.intercept_centre, solved=False)
+            out.append((outcome, radius, floor))
+        return out
 
-    def _outcome(self, fold, cert, box=True):
-        """Bounds on the held-out decision values; the box (16) is tried only where the ball
-        (15) leaves a sign open, and not at all with ``box=False``."""
+    def _promising(self, k, values, radius):
+        """Whether bounds of this ``radius`` could settle fold k's held-out rows: the ball's
+        spread r·‖x − x̄‖ alone must leave them decided (labels) or pinned (values). Only a
+        saving: a fold skipped here is bounded later, at a better centre."""
+        test = self.folds[k].test
+        spread = radius * self.checker.spread_norms[test]
+        if self.need == "values":
+            return bool(np.all(spread <= VALUE_RTOL * np.maximum(1.0, np.abs(values))))
+        return bool(np.all(np.abs(values) > spread))
+
+    def _outcome(self, fold, cert, values, thorough=True):
+        """Bounds on the held-out decision values: the O(1) intercept bound, then, if
+        ``thorough`` and a sign (or a value) is still open, the exact one with the box (16)."""
         X_test = self.X[fold.test]
-        lower, upper = cert.decision_bounds(X_test, intercept="exact", box=False)
-        if box and (not np.all((lower > 0) | (upper <= 0)) or self.need == "values"):
-            lower, upper = cert.decision_bounds(X_test, intercept="exact")
-        values = np.asarray(X_test @ cert.coef_centre).ravel() + cert.intercept_centre
+        lower, upper = cert.decision_bounds(X_test, intercept="fast", box=False)
+        if thorough and self._open_bounds(lower, upper, values):
+            exact_lower, exact_upper = cert.decision_bounds(X_test, intercept="exact")
+            lower, upper = np.maximum(lower, exact_lower), np.minimum(upper, exact_upper)
         # keep the centre only where the caller needs it (n folds × d floats for leave-one-out)
         coef = cert.coef_centre.copy() if self.need == "values" else None
         return FoldOutcome(lower, upper, values, coef, cert.intercept_centre, solved=False)
 
     def _open(self, outcome):
-        if outcome.settled:
-            return False
+        return not outcome.settled and self._open_bounds(outcome.lower, outcome.upper, outcome.values)
+
+    def _open_bounds(self, lower, upper, values):
         if self.need == "values":
-            width = outcome.upper - outcome.lower
-            return bool(np.any(~(width <= VALUE_RTOL * np.maximum(1.0, np.abs(outcome.values)))))
-        return not outcome.decided.all()
+            return bool(np.any(~(upper - lower <= VALUE_RTOL * np.maximum(1.0, np.abs(values)))))
+        return not np.all((lower > 0) | (upper <= 0))
 
     def _solve(self, indices, data, centres):
         tasks = (delayed(_solve_fold)(
@@ -225,47 +296,53 @@ class _Engine:
             for k, (coef, intercept) in zip(indices, centres))
         return Parallel(**self.parallel)(tasks)
 
-    def _chord(self, indices, centres, outcomes):
-        """Newton steps for many folds at once with each fold's Hessian held at the full fit
-        (the chord method: one factorization per fold, reused), each iterate certified. A fold
-        leaves when decided, or when its steps stop shrinking: settled if its gap is then at
-        rounding level (its signs are those of the polished optimum), else left to a solve.
-        Every step costs two passes over X for all folds together (O(nnz(X)) products with
-        a block of columns), not a solve per fold."""
+    def _chord(self, indices, centres, outcomes, radii):
+        """Newton steps for many folds at once with each fold's Hessian held where the full
+        fit's was evaluated (the chord method: one factorization per fold, reused). A step costs
+        one gradient, two passes over X for a block of folds together. A fold's current point is
+        certified only when its bounds could settle it, judged by its distance to the fold's
+        optimum (≈ the chord step) times the ratio of certified radius to step seen last for
+        that fold. A fold leaves when settled by a certificate, or when its steps stop
+        shrinking: then it is certified once more, with everything, and counts as settled if
+        its gap is at rounding level (its signs are those of the polished optimum); otherwise a
+        solve takes over."""
         solvers = self.fold_solvers
         active = [k for k in indices if solvers[k] is not None]
-        previous, bounded_at = {}, {}
+        previous, ratio, floors = {}, {}, {k: floor for k, (_, floor) in radii.items()}
+        anderson = {k: _Anderson(ANDERSON_DEPTH) for k in active}
         for _ in range(CHORD_MAX_STEPS):
             if not active:
                 break
-            checked = self.checker.certificates(
-                [self.folds[k] for k in active], [self.penalty_for(self.folds[k].train.size) for k in active],
-                [centres[k][0] for k in active], [centres[k][1] for k in active], gradients=True)
-            still = []
-            for k, (cert, ev, gradient) in zip(active, checked):
-                # bounds cost O(n) per fold (the intercept bracket): recompute them only once the
-                # gap has fallen 100-fold, and not at all at rounding level, where they stop shrinking
-                if ev.gap <= CHORD_REBOUND * bounded_at.get(k, np.inf) and not (k in previous and ev.converged(TOL_ROUNDING)):
-                    outcomes[k] = self._outcome(self.folds[k], cert, box=False)
-                    outcomes[k].solved, bounded_at[k] = True, ev.gap
-                    if not self._open(outcomes[k]):
-                        continue
+            gradients = self.checker.gradients(
+                [self.folds[k] for k in active], [self.dropped[k] for k in active],
+                [self.penalty_for(self.folds[k].train.size) for k in active],
+                [centres[k][0] for k in active], [centres[k][1] for k in active])
+            moves, check, finished = {}, [], []
+            for k, (gradient, values) in zip(active, gradients):
                 z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
                 step = solvers[k](gradient)
                 size = np.linalg.norm(step)
                 if size <= 4 * EPS * (1.0 + np.linalg.norm(z)) or size > CHORD_CONTRACTION * previous.get(k, np.inf):
-                    # no more progress: at rounding level this centre is the polished optimum
-                    # (as glru.solver.polish would leave it); otherwise a solve takes over
-                    outcomes[k] = self._outcome(self.folds[k], cert)  # the final, tightest bounds
-                    outcomes[k].solved = True
-                    if ev.converged(TOL_ROUNDING) and self._open(outcomes[k]):
-                        outcomes[k].settled = True
+                    finished.append(k)
                     continue
-                previous[k] = size
-                z = z - step
+                if k not in ratio and k in radii:  # the centre's radius, measured before the first step
+                    ratio[k] = radii[k][0] / size
+                elif self._promising(k, values, max(ratio.get(k, 1.0) * size, floors.get(k, 0.0))):
+                    check.append(k)
+                previous[k], moves[k] = size, anderson[k].next(z, -step)
+            for k, (outcome, radius, floor) in zip(check, self._certify(check, [centres[k] for k in check])):
+                ratio[k], floors[k] = radius / previous[k], floor
+                if not self._open(outcome):
+                    outcome.solved, outcomes[k] = True, outcome
+                    del moves[k]
+            for k, (outcome, _, _) in zip(finished, self._certify(finished, [centres[k] for k in finished])):
+                # no more progress: at rounding level this centre is the polished optimum (as
+                # glru.solver.polish would leave it); otherwise a solve takes over
+                outcome.solved, outcome.settled = True, outcome.rounded and self._open(outcome)
+                outcomes[k] = outcome
+            for k, z in moves.items():
                 centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
-                still.append(k)
-            active = still
+            active = list(moves)
 
     def _settle_on_X(self, outcomes, indices, work_solutions):
         if not indices:
@@ -273,7 +350,7 @@ class _Engine:
         self._say(f"re-solving {len(indices)} folds on X (row-space rounding left them undecided)")
         starts = [(self.span.coef(work_solutions[k][0]), work_solutions[k][1]) for k in indices]
         solved = self._solve(indices, self.X, starts)
-        for k, outcome in zip(indices, self._certify(indices, solved, on_X=True)):
+        for k, (outcome, _, _) in zip(indices, self._certify(indices, solved, on_X=True)):
             outcome.solved = True
             outcomes[k] = outcome
 
@@ -282,9 +359,10 @@ class _Engine:
             print(f"[glru cross-validation] {message}", flush=True)
 
 
+HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then polish
 CHORD_MAX_STEPS = 50
+ANDERSON_DEPTH = 3
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
-CHORD_REBOUND = 1e-2
 
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING
@@ -305,8 +383,27 @@ def _solve_fold(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
     return polish(problem, result.coef, result.intercept)  # a sign no certificate decides, or values
 
 
+class _Anderson:
+    """Anderson acceleration of a fixed-point iteration z ← z + f(z) (here f = −H₀⁻¹∇F, the
+    chord step): the next point combines the last few steps so as to cancel their residuals in
+    the least-squares sense (Walker & Ni, SIAM J. Numer. Anal. 49, 2011). Only a centre: every
+    point is certified, so acceleration can cost speed, never exactness."""
+
+    def __init__(self, depth):
+        self.depth, self.points, self.steps = depth, [], []
+
+    def next(self, z, f):
+        self.points, self.steps = (self.points + [z])[-self.depth - 1:], (self.steps + [f])[-self.depth - 1:]
+        if len(self.steps) < 2:
+            return z + f
+        dF, dZ = np.diff(self.steps, axis=0), np.diff(self.points, axis=0)
+        gamma = np.linalg.lstsq(dF.T, f, rcond=None)[0]
+        accelerated = z + f - (dZ + dF).T @ gamma
+        return accelerated if np.all(np.isfinite(accelerated)) else z + f
+
+
 class _FoldChecker:
-    """Certificates of many folds of one data set at given centres, on X itself.
+    """Certificates and gradients of many folds of one data set at given centres, on X itself.
 
     The fold's margins X_T ŵ and correlations X_Tᵀα̂ are computed for a block of folds at once
     as X @ [ŵ_1 … ŵ_m] and Xᵀ @ [α̂_1 … α̂_m] (α̂ zero off T), which is what makes certifying
@@ -320,47 +417,54 @@ class _FoldChecker:
         self.X, self.y, self.loss, self.fit_intercept = X, y, loss, fit_intercept
         self.full = Problem(X, y, loss, None, fit_intercept)  # for its column sums; no objective
         self.row_norms = np.sqrt(row_norms_sq(X))
+        self.spread_norms = self.row_norms  # ‖x − x̄‖, what the ball's radius multiplies
         if fit_intercept:
             margins = np.asarray(X @ coef).ravel() + intercept
             self.x_ref = curvature_weighted_mean(X, loss.second_derivative(y, margins))
-            self.deviation_norms = _deviation_norms(X, self.x_ref)
+            self.deviation_norms = self.spread_norms = _deviation_norms(X, self.x_ref)
 
-    def certificates(self, folds, penalties, coefs, intercepts, gradients=False, to_X=None):
-        """(Certificate, GapEvaluation, gradient or None) for each fold, in order. With
-        ``gradients``, also ∇F_T at the centre in the sum form of :mod:`glru.newton_centres`
-        (from the same products: X_Tᵀℓ' = −Xᵀα before Σα = 0 is imposed). ``to_X`` maps a
-        block of centres given in other coordinates (columns) to X's."""
+    def gradients(self, folds, dropped, penalties, coefs, intercepts):
+        """(∇F_T, held-out decision values) at each centre, in order: the sum form of
+        :mod:`glru.newton_centres`, X_Tᵀℓ' + a_T·Pz, from two products per block of folds."""
         n, d = self.X.shape
-        block = max(1, BLOCK_FLOATS // (3 * (n + d)))
+        block = max(1, BLOCK_FLOATS // (2 * (n + d)))
+        for start in range(0, len(folds), block):
+            stop = start + block
+            W = np.column_stack(coefs[start:stop])
+            b = np.array(intercepts[start:stop], dtype=float) if self.fit_intercept else 0.0
+            U = np.asarray(self.X @ W) + b
+            slopes = self.loss.derivative(self.y[:, None], U)
+            for j, rows in enumerate(dropped[start:stop]):
+                slopes[rows, j] = 0.0
+            G = np.asarray(self.X.T @ slopes)
+            G += W * np.array([f.train.size * p.lam for f, p in zip(folds[start:stop], penalties[start:stop])])
+            if self.fit_intercept:
+                G = np.vstack([G, slopes.sum(axis=0)])
+            for j, fold in enumerate(folds[start:stop]):
+                yield G[:, j], U[fold.test, j]
+
+    def certificates(self, folds, penalties, coefs, intercepts, to_X=None):
+        """(Certificate, GapEvaluation, held-out decision values) for each fold, in order.
+        ``to_X`` maps a block of centres given in other coordinates (columns) to X's."""
+        n, d = self.X.shape
+        block = max(1, BLOCK_FLOATS // (2 * (n + d)))
         for start in range(0, len(folds), block):  # a generator: one block of centres alive at a time
             stop = start + block
             W = np.column_stack(coefs[start:stop])
             W = to_X(W) if to_X is not None else W
-            yield from self._block(folds[start:stop], penalties[start:stop], W, intercepts[start:stop], gradients)
+            yield from self._block(folds[start:stop], penalties[start:stop], W, intercepts[start:stop])
 
-    def _block(self, folds, penalties, W, intercepts, gradients):
+    def _block(self, folds, penalties, W, intercepts):
         b = np.array([b if self.fit_intercept else 0.0 for b in intercepts])
         U = np.asarray(self.X @ W) + b
-        m = len(folds)
-        A = np.zeros((U.shape[0], 2 * m if gradients and self.fit_intercept else m))
+        A = np.zeros_like(U)
         for j, fold in enumerate(folds):
             alpha = -self.loss.derivative(self.y[fold.train], U[fold.train, j])
             A[fold.train, j] = enforce_zero_sum(alpha)[0] if self.fit_intercept else alpha
-            if A.shape[1] > m:
-                A[fold.train, m + j] = alpha
         XtA = np.asarray(self.X.T @ A)
-        out = []
         for j, (fold, pen) in enumerate(zip(folds, penalties)):
             cert, ev = self._certificate(fold, pen, W[:, j], b[j], U[fold.train, j], A[fold.train, j], XtA[:, j])
-            gradient = None
-            if gradients:
-                raw = m + j if A.shape[1] > m else j
-                strength = fold.train.size * pen.lam
-                gradient = -XtA[:, raw] + strength * W[:, j]
-                if self.fit_intercept:
-                    gradient = np.append(gradient, -A[fold.train, raw].sum())
-            out.append((cert, ev, gradient))
-        return out
+            yield cert, ev, U[fold.test, j]
 
     def _certificate(self, fold, penalty, w, b, margins, alpha, Xt_alpha):
         T, d = fold.train, self.X.shape[1]
@@ -379,7 +483,8 @@ class _FoldChecker:
         intercept_data = None
         if self.fit_intercept:
             rows = (self.y[T], margins, self.deviation_norms[T], margin_error(abs_margins, d))
-            intercept_data = dict(x_ref=self.x_ref, rows=lambda: rows)
+            intercept_data = dict(x_ref=self.x_ref, rows=lambda: rows,
+                                  sums=lambda: RowSums.of(self.loss, *rows))
         X, y, loss, fit_intercept = self.X, self.y, self.loss, self.fit_intercept
         return Certificate(
             gap=ev.gap, coef=w, intercept=b, n_samples=T.size, loss=loss, penalty=penalty,

@@ -25,11 +25,14 @@ class Problem:
         self.loss, self.penalty, self.fit_intercept = loss, penalty, bool(fit_intercept)
         self.n, self.d = X.shape
         self._cache_key, self._cache_margins = None, None
+        self._cache_curvature = None
 
     # ---- data summaries (lazy: certificates need them, a plain solve does not)
     @cached_property
     def abs_X(self):
-        return abs(self.X)
+        """|X|: X itself when no entry is negative (counts, one-hot, tf-idf), else a copy."""
+        values = self.X.data if sp.issparse(self.X) else self.X
+        return self.X if values.size == 0 or values.min() >= 0 else abs(self.X)
 
     @cached_property
     def col_norms_sq(self):
@@ -115,7 +118,11 @@ class Problem:
 
     def hessp(self, z, v):
         w, b = self.split(z)
-        curv = self.loss.second_derivative(self.y, self.margins(w, b)) / self.n
+        margins = self.margins(w, b)
+        if self._cache_curvature is None or self._cache_curvature[0] is not margins:
+            # CG calls hessp many times at one z: the curvatures are computed once per point
+            self._cache_curvature = (margins, self.loss.second_derivative(self.y, margins) / self.n)
+        curv = self._cache_curvature[1]
         v_w, v_b = self.split(v)
         t = curv * (self.X @ v_w + v_b)
         h_w = self.X.T @ t + self.penalty.lam * v_w
@@ -168,17 +175,27 @@ class GapEvaluation:
 
 
 def row_norms_sq(X):
-    """‖x_i‖² for every row (dense or sparse)."""
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
+    """‖x_i‖² for every row (dense or sparse), a block of rows at a time (no copy of X)."""
+    if not sp.issparse(X):
+        return np.einsum("ij,ij->i", X, X)
+    return np.concatenate([np.asarray(block.multiply(block).sum(axis=1)).ravel() for block in _row_blocks(X)]
+                          or [np.zeros(0)])
 
 
 def col_norms_sq(X):
-    """‖X_{:j}‖² for every column (dense or sparse)."""
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=0)).ravel()
-    return np.einsum("ij,ij->j", X, X)
+    """‖X_{:j}‖² for every column (dense or sparse), a block of rows at a time (no copy of X)."""
+    if not sp.issparse(X):
+        return np.einsum("ij,ij->j", X, X)
+    total = np.zeros(X.shape[1])
+    for block in _row_blocks(X):
+        total += np.asarray(block.multiply(block).sum(axis=0)).ravel()
+    return total
+
+
+def _row_blocks(X, entries=1 << 15):
+    """Slices of consecutive rows of a sparse X holding about ``entries`` stored values each."""
+    rows = max(1, int(entries * X.shape[0] // max(X.nnz, 1)))
+    return (X[start:start + rows] for start in range(0, X.shape[0], rows))
 
 
 def dual_domain_terms(X, loss, y):
