@@ -50,7 +50,7 @@ class NewtonCentres:
         z = self._join(coef, intercept)
         self.curvatures = loss.second_derivative(y, self._margins(z))
         self.hessian = self._gram(None, self.curvatures) + np.diag(strength * self.mask)
-        self._factor = None
+        self._factor = self._counts = None
         self.move_to(coef, intercept)
 
     def move_to(self, coef, intercept):
@@ -81,17 +81,42 @@ class NewtonCentres:
 
     def fold_solver(self, held_out, strength):
         """g ↦ ∇²F_T⁻¹ g for the fold without rows ``held_out`` (a factorization kept for
-        further steps with the same matrix), or None if that Hessian is not positive definite."""
+        further steps with the same matrix), or None if that Hessian is not positive definite.
+
+        Features with no stored entry in the fold's training rows are decoupled exactly: their
+        Hessian rows are a_T·e_j, which the downdate S − X̃_VᵀDX̃_V only reproduces up to
+        rounding. Solving them as g_j / a_T keeps their coefficients exactly 0 at the fold's
+        optimum, so a held-out row made only of such features gets the decision value 0 (and
+        the label) an exact refit gives it."""
         rows = np.asarray(held_out)
         try:
             if abs(strength - self.strength) <= 1e-12 * self.strength and 4 * rows.shape[0] < self.mask.shape[0]:
-                return self._woodbury_solver(rows)
-            hessian = self.hessian + np.diag((strength - self.strength) * self.mask) \
-                - self._gram(rows, self.curvatures[rows])
-            factor = scipy.linalg.cho_factor(hessian)
+                solver = self._woodbury_solver(rows)
+            else:
+                hessian = self.hessian + np.diag((strength - self.strength) * self.mask) \
+                    - self._gram(rows, self.curvatures[rows])
+                factor = scipy.linalg.cho_factor(hessian)
+                solver = lambda g: scipy.linalg.cho_solve(factor, g)  # noqa: E731
         except (np.linalg.LinAlgError, ValueError):
             return None
-        return lambda g: scipy.linalg.cho_solve(factor, g)
+        if self._counts is None:
+            self._counts = self._column_counts(None)
+        unseen = np.flatnonzero(self._counts == self._column_counts(rows))
+        if unseen.size == 0:
+            return solver
+
+        def decoupled(g):
+            step = solver(g)
+            step[unseen] = g[unseen] / strength
+            return step
+        return decoupled
+
+    def _column_counts(self, rows):
+        """Stored entries per feature column of X_R (R = all rows when ``rows`` is None)."""
+        block = self.X if rows is None else self.X[rows]
+        if sp.issparse(block):
+            return np.bincount(block.indices, minlength=block.shape[1])
+        return np.count_nonzero(block, axis=0)
 
     # ---- linear algebra on X̃ = [X, 1] without forming it
     def _join(self, coef, intercept):

@@ -138,6 +138,31 @@ def test_property_scores_equal_exact_refits(seed, n, d, C, fit_intercept, svc, s
     np.testing.assert_array_equal(got[ok], expected)
 
 
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("cv", [LeaveOneOut(), KFold(4, shuffle=True, random_state=45)], ids=["loo", "4-fold"])
+@pytest.mark.parametrize("d", [1, 6])
+def test_feature_unseen_in_training_rows(sparse, cv, d):
+    """A held-out row whose features no training row has: the exact optimum gives it the
+    decision value 0 (label 0), which the chord steps must reproduce, not a rounding residue
+    of either sign (hypothesis found this with d = 1: seed 45, n = 8, C = 2)."""
+    X, y = random_problem(45, 8, d, "logistic", sparse=True)
+    X = X.toarray()
+    X[:, 0] = 0.0
+    X[6, 0] = 0.5  # feature 0 is seen by row 6 only
+    X[6, 1:] = 0.0
+    X = sp.csr_matrix(X) if sparse else X
+    y = labels01(y)
+    y[[3, 6]] = [1, 0]
+    est = LogisticRegression(C=2.0, fit_intercept=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)
+        got = GLRUCrossValidator(est, cv=cv).fit(X, y).scores_
+        ok = [np.unique(y[train]).size == 2 for train, _ in cv.split(X, y)]
+        expected = exact_scores(est, X, y, _Only(cv, ok))
+    np.testing.assert_array_equal(got[ok], expected)
+
+
 class _Only:
     """The splits of ``cv`` where ``keep`` is True."""
 
