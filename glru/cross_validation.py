@@ -47,7 +47,9 @@ TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are n
 TOL_ROUNDING = 1e-15
 SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
-BLOCK_FLOATS = 1 << 17  # the batched certification works on (n + d) × folds blocks of this size (1 MiB)
+# the batched certification and gradients work on (n + d) × folds blocks of this many floats: 1 MiB,
+# or a quarter of X's own storage when that is more (fewer, larger products on large dense X)
+BLOCK_FLOATS = 1 << 17
 
 
 class Fold:
@@ -180,9 +182,11 @@ class _Engine:
     # ---- stages
     def _hub(self):
         """The full-data optimum in the working coordinates. With the Newton centres available,
-        a rough solve (``HUB_TOL``) is polished by chord steps with the Hessian the centres need
-        anyway: a few O(nnz) gradients instead of the Hessian-vector products of the last
-        Newton iterations."""
+        a rough solve (``HUB_TOL``) is polished by chord steps with its Hessian: a few O(nnz)
+        gradients instead of the Hessian-vector products of the last Newton iterations. The
+        Hessian is then evaluated again at the optimum, for the folds' Newton steps (a chord
+        step from the rough point's Hessian certifies far fewer leave-one-out folds: 181 instead
+        of 198 of 200 on arcene at λ = 1)."""
         n = self.X.shape[0]
         penalty = self.penalty_for(n)
         problem = Problem(self.work_X, self.y, self.loss, penalty, self.fit_intercept)
@@ -199,8 +203,9 @@ class _Engine:
         if self.newton and not problem.duality_gap(coef, intercept).converged(self.full_tol):
             finished = solve(problem, coef, intercept, tol=self.full_tol)
             coef, intercept = finished.coef, finished.intercept
-        if self.newton:
-            self.steps.move_to(coef, intercept)
+        if self.newton:  # the fold steps need the Hessian at the optimum: Newton, not chord, steps
+            self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
+                                       n * penalty.lam)
         return coef, intercept
 
     def _full_fit_on_X(self, coef, intercept):
@@ -417,6 +422,8 @@ class _FoldChecker:
         self.X, self.y, self.loss, self.fit_intercept = X, y, loss, fit_intercept
         self.full = Problem(X, y, loss, None, fit_intercept)  # for its column sums; no objective
         self.row_norms = np.sqrt(row_norms_sq(X))
+        stored = X.nnz if sp.issparse(X) else X.size
+        self.block = max(1, max(BLOCK_FLOATS, stored // 4) // (2 * sum(X.shape)))
         self.spread_norms = self.row_norms  # ‖x − x̄‖, what the ball's radius multiplies
         if fit_intercept:
             margins = np.asarray(X @ coef).ravel() + intercept
@@ -426,8 +433,7 @@ class _FoldChecker:
     def gradients(self, folds, dropped, penalties, coefs, intercepts):
         """(∇F_T, held-out decision values) at each centre, in order: the sum form of
         :mod:`glru.newton_centres`, X_Tᵀℓ' + a_T·Pz, from two products per block of folds."""
-        n, d = self.X.shape
-        block = max(1, BLOCK_FLOATS // (2 * (n + d)))
+        block = self.block
         for start in range(0, len(folds), block):
             stop = start + block
             W = np.column_stack(coefs[start:stop])
@@ -446,8 +452,7 @@ class _FoldChecker:
     def certificates(self, folds, penalties, coefs, intercepts, to_X=None):
         """(Certificate, GapEvaluation, held-out decision values) for each fold, in order.
         ``to_X`` maps a block of centres given in other coordinates (columns) to X's."""
-        n, d = self.X.shape
-        block = max(1, BLOCK_FLOATS // (2 * (n + d)))
+        block = self.block
         for start in range(0, len(folds), block):  # a generator: one block of centres alive at a time
             stop = start + block
             W = np.column_stack(coefs[start:stop])

@@ -13,12 +13,12 @@ centre), so each fold's Hessian is a rank-|V| downdate of S: Woodbury from one C
 of S costs O(|V|·d̃² + |V|³) per fold (O(d̃²) for leave-one-out); large folds form their Hessian
 directly (O(nnz_V·d̃ + d̃³)).
 
-The Hessian is evaluated once, at the point the object is built at; steps may be taken from
-another origin (:meth:`NewtonCentres.move_to`), which makes them chord steps (Newton steps with
-a frozen Hessian): they converge linearly, at a rate that shrinks with the distance between the
-two points. That is how a rough full fit is polished and the folds are iterated without ever
-forming another Hessian. Nothing here is trusted: the steps are only centres, certified by
-their duality gaps.
+The Hessian is evaluated once, at the point the object is built at. Reused at other points
+(:meth:`NewtonCentres.full_solver`, and the fold solvers applied to later gradients) its steps
+are chord steps (Newton steps with a frozen Hessian): they converge linearly, at a rate that
+shrinks with the distance between the points. That is how a rough full fit is polished and the
+folds are iterated without forming another Hessian. Nothing here is trusted: the steps are only
+centres, certified by their duality gaps.
 """
 
 import numpy as np
@@ -36,7 +36,7 @@ class NewtonCentres:
     X : ndarray or CSR of shape (n, d); d + 1 ≤ a few thousand (S is dense d̃ × d̃).
     y, loss : targets and :class:`glru.losses.Loss`.
     fit_intercept : bool
-    coef, intercept : where the Hessian is evaluated, and the first origin of the steps.
+    coef, intercept : where the Hessian is evaluated, and the origin of :meth:`step`.
     strength : float
         a = n·λ of the full-data problem.
     """
@@ -51,13 +51,8 @@ class NewtonCentres:
         self.curvatures = loss.second_derivative(y, self._margins(z))
         self.hessian = self._gram(None, self.curvatures) + np.diag(strength * self.mask)
         self._factor = self._counts = None
-        self.move_to(coef, intercept)
-
-    def move_to(self, coef, intercept):
-        """Take the steps from (coef, intercept) from now on; the Hessian stays where it was
-        evaluated. O(nnz(X))."""
-        self.z = self._join(coef, intercept)
-        self.slopes = self.loss.derivative(self.y, self._margins(self.z))
+        self.z = z
+        self.slopes = loss.derivative(y, self._margins(z))
         self.loss_gradient = self._transpose_times(None, self.slopes)
 
     def full_solver(self, g):
