@@ -190,22 +190,23 @@ class _Engine:
         n = self.X.shape[0]
         penalty = self.penalty_for(n)
         problem = Problem(self.work_X, self.y, self.loss, penalty, self.fit_intercept)
-        start = solve(problem, tol=HUB_TOL if self.newton else self.full_tol)
-        coef, intercept = start.coef, start.intercept
-        if self.newton:
-            self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
-                                       n * penalty.lam)
-            try:
-                coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
-                                         newton_solve=lambda g: n * self.steps.full_solver(g))
-            except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: solve instead
-                pass
-        if self.newton and not problem.duality_gap(coef, intercept).converged(self.full_tol):
+        if not self.newton:
+            full = solve(problem, tol=self.full_tol)
+            return full.coef, full.intercept
+        rough = solve(problem, tol=HUB_TOL)
+        coef, intercept = rough.coef, rough.intercept
+        chord = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept, n * penalty.lam)
+        try:
+            coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
+                                     newton_solve=lambda g: n * chord.full_solver(g))
+        except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: the solve below finishes
+            pass
+        if not problem.duality_gap(coef, intercept).converged(self.full_tol):
             finished = solve(problem, coef, intercept, tol=self.full_tol)
             coef, intercept = finished.coef, finished.intercept
-        if self.newton:  # the fold steps need the Hessian at the optimum: Newton, not chord, steps
-            self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
-                                       n * penalty.lam)
+        # the fold steps need the Hessian at the optimum: Newton, not chord, steps
+        self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
+                                   n * penalty.lam)
         return coef, intercept
 
     def _full_fit_on_X(self, coef, intercept):
@@ -232,9 +233,10 @@ class _Engine:
 
         Bounds are computed in full (exact intercept bracket, box) only where the ball could
         settle the fold (:meth:`_promising`) and the centre is not at rounding level already;
-        elsewhere they are the cheap ones if ``final``, and infinite (open) if not. ``radius`` is the certified radius, or the larger one the
-        bounds amount to per unit of ‖x − x̄‖ when they were computed; ``floor`` is the radius
-        the gap's rounding allowance alone would give, below which no centre can certify."""
+        elsewhere they are the cheap ones if ``final``, and infinite (open) if not. ``radius``
+        is the certified radius, or the larger one the bounds amount to per unit of ‖x − x̄‖
+        when they were computed; ``floor`` is the radius the gap's rounding allowance alone
+        would give, below which no centre can certify."""
         indices = list(indices)
         to_X = self.span.coef if self.span is not None and not on_X else None
         checked = self.checker.certificates([self.folds[k] for k in indices],
@@ -330,9 +332,9 @@ class _Engine:
                 if size <= 4 * EPS * (1.0 + np.linalg.norm(z)) or size > CHORD_CONTRACTION * previous.get(k, np.inf):
                     finished.append(k)
                     continue
-                if k not in ratio and k in radii:  # the centre's radius, measured before the first step
+                if k not in ratio:  # the centre's radius, measured by the first certification
                     ratio[k] = radii[k][0] / size
-                elif self._promising(k, values, max(ratio.get(k, 1.0) * size, floors.get(k, 0.0))):
+                elif self._promising(k, values, max(ratio[k] * size, floors[k])):
                     check.append(k)
                 previous[k], moves[k] = size, anderson[k].next(z, -step)
             for k, (outcome, radius, floor) in zip(check, self._certify(check, [centres[k] for k in check])):
@@ -433,43 +435,39 @@ class _FoldChecker:
     def gradients(self, folds, dropped, penalties, coefs, intercepts):
         """(∇F_T, held-out decision values) at each centre, in order: the sum form of
         :mod:`glru.newton_centres`, X_Tᵀℓ' + a_T·Pz, from two products per block of folds."""
-        block = self.block
-        for start in range(0, len(folds), block):
-            stop = start + block
-            W = np.column_stack(coefs[start:stop])
-            b = np.array(intercepts[start:stop], dtype=float) if self.fit_intercept else 0.0
-            U = np.asarray(self.X @ W) + b
+        for part, W, b, U in self._margin_blocks(coefs, intercepts):
             slopes = self.loss.derivative(self.y[:, None], U)
-            for j, rows in enumerate(dropped[start:stop]):
+            for j, rows in enumerate(dropped[part]):
                 slopes[rows, j] = 0.0
             G = np.asarray(self.X.T @ slopes)
-            G += W * np.array([f.train.size * p.lam for f, p in zip(folds[start:stop], penalties[start:stop])])
+            G += W * np.array([f.train.size * p.lam for f, p in zip(folds[part], penalties[part])])
             if self.fit_intercept:
                 G = np.vstack([G, slopes.sum(axis=0)])
-            for j, fold in enumerate(folds[start:stop]):
+            for j, fold in enumerate(folds[part]):
                 yield G[:, j], U[fold.test, j]
 
     def certificates(self, folds, penalties, coefs, intercepts, to_X=None):
         """(Certificate, GapEvaluation, held-out decision values) for each fold, in order.
         ``to_X`` maps a block of centres given in other coordinates (columns) to X's."""
-        block = self.block
-        for start in range(0, len(folds), block):  # a generator: one block of centres alive at a time
-            stop = start + block
-            W = np.column_stack(coefs[start:stop])
-            W = to_X(W) if to_X is not None else W
-            yield from self._block(folds[start:stop], penalties[start:stop], W, intercepts[start:stop])
+        for part, W, b, U in self._margin_blocks(coefs, intercepts, to_X):
+            A = np.zeros_like(U)
+            for j, fold in enumerate(folds[part]):
+                alpha = -self.loss.derivative(self.y[fold.train], U[fold.train, j])
+                A[fold.train, j] = enforce_zero_sum(alpha)[0] if self.fit_intercept else alpha
+            XtA = np.asarray(self.X.T @ A)
+            for j, (fold, pen) in enumerate(zip(folds[part], penalties[part])):
+                cert, ev = self._certificate(fold, pen, W[:, j], b[j], U[fold.train, j], A[fold.train, j], XtA[:, j])
+                yield cert, ev, U[fold.test, j]
 
-    def _block(self, folds, penalties, W, intercepts):
-        b = np.array([b if self.fit_intercept else 0.0 for b in intercepts])
-        U = np.asarray(self.X @ W) + b
-        A = np.zeros_like(U)
-        for j, fold in enumerate(folds):
-            alpha = -self.loss.derivative(self.y[fold.train], U[fold.train, j])
-            A[fold.train, j] = enforce_zero_sum(alpha)[0] if self.fit_intercept else alpha
-        XtA = np.asarray(self.X.T @ A)
-        for j, (fold, pen) in enumerate(zip(folds, penalties)):
-            cert, ev = self._certificate(fold, pen, W[:, j], b[j], U[fold.train, j], A[fold.train, j], XtA[:, j])
-            yield cert, ev, U[fold.test, j]
+    def _margin_blocks(self, coefs, intercepts, to_X=None):
+        """(slice of the folds, W, b, U = XW + b) a block of centres at a time: one block alive
+        at a time. ``to_X`` maps centres given in other coordinates (columns) to X's."""
+        for start in range(0, len(coefs), self.block):
+            part = slice(start, start + self.block)
+            W = np.column_stack(coefs[part])
+            W = to_X(W) if to_X is not None else W
+            b = np.array(intercepts[part], dtype=float) if self.fit_intercept else np.zeros(W.shape[1])
+            yield part, W, b, np.asarray(self.X @ W) + b
 
     def _certificate(self, fold, penalty, w, b, margins, alpha, Xt_alpha):
         T, d = fold.train, self.X.shape[1]

@@ -25,8 +25,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-GRAM_CHUNK_ENTRIES = 1 << 15  # rows of X are weighted a chunk at a time (≈ 0.4 MiB per copy)
-
+from .problem import row_slices
 
 class NewtonCentres:
     """Hessian of the full objective at (coef, intercept), and Newton steps of its folds.
@@ -132,10 +131,8 @@ class NewtonCentres:
         block = self.X if rows is None else self.X[rows]
         d = block.shape[1]
         gram = np.zeros((d + self.fit_intercept,) * 2)
-        width = block.nnz / max(block.shape[0], 1) if sp.issparse(block) else d
-        chunk = max(1, int(GRAM_CHUNK_ENTRIES // max(width, 1.0)))
-        for start in range(0, block.shape[0], chunk):
-            part, w = block[start:start + chunk], weights[start:start + chunk]
+        for chunk in row_slices(block):
+            part, w = block[chunk], weights[chunk]
             if sp.issparse(part):
                 weighted = part.multiply(w[:, None]).tocsr()
                 gram[:d, :d] += (part.T @ weighted).toarray()

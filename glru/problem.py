@@ -178,7 +178,8 @@ def row_norms_sq(X):
     """‖x_i‖² for every row (dense or sparse), a block of rows at a time (no copy of X)."""
     if not sp.issparse(X):
         return np.einsum("ij,ij->i", X, X)
-    return np.concatenate([np.asarray(block.multiply(block).sum(axis=1)).ravel() for block in _row_blocks(X)]
+    blocks = (X[rows] for rows in row_slices(X))
+    return np.concatenate([np.asarray(block.multiply(block).sum(axis=1)).ravel() for block in blocks]
                           or [np.zeros(0)])
 
 
@@ -187,15 +188,19 @@ def col_norms_sq(X):
     if not sp.issparse(X):
         return np.einsum("ij,ij->j", X, X)
     total = np.zeros(X.shape[1])
-    for block in _row_blocks(X):
+    for rows in row_slices(X):
+        block = X[rows]
         total += np.asarray(block.multiply(block).sum(axis=0)).ravel()
     return total
 
 
-def _row_blocks(X, entries=1 << 15):
-    """Slices of consecutive rows of a sparse X holding about ``entries`` stored values each."""
-    rows = max(1, int(entries * X.shape[0] // max(X.nnz, 1)))
-    return (X[start:start + rows] for start in range(0, X.shape[0], rows))
+def row_slices(X, entries=1 << 15):
+    """Slices of consecutive rows of X holding about ``entries`` stored values each (d per row
+    when dense): the unit in which temporaries derived from X are built, so that they stay
+    small instead of copying X."""
+    per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else X.shape[1]
+    rows = max(1, int(entries // max(per_row, 1.0)))
+    return (slice(start, start + rows) for start in range(0, X.shape[0], rows))
 
 
 def dual_domain_terms(X, loss, y):
@@ -204,14 +209,11 @@ def dual_domain_terms(X, loss, y):
     finite ends (for the rounding bound). Kept as sums so that removing rows is a subtraction
     (Remark 2's (27g) and (27j)). Rows are taken a block at a time, so that the temporaries
     stay near 1 MiB instead of several copies of X."""
-    rows = max(1, (1 << 17) // max(X.shape[1], 1))
-    if X.shape[0] <= rows:
-        return _dual_domain_terms_block(X, loss, y)
     terms = None
-    for start in range(0, X.shape[0], rows):
-        block = _dual_domain_terms_block(X[start:start + rows], loss, y[start:start + rows])
+    for rows in row_slices(X, 1 << 17):
+        block = _dual_domain_terms_block(X[rows], loss, y[rows])
         terms = block if terms is None else {key: terms[key] + block[key] for key in terms}
-    return terms
+    return terms if terms is not None else _dual_domain_terms_block(X, loss, y)
 
 
 def _dual_domain_terms_block(X, loss, y):
