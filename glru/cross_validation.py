@@ -36,7 +36,7 @@ from .duality import EPS, enforce_zero_sum
 from .intercept import RowSums
 from .newton_centres import NewtonCentres
 from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
-from .solver import polish, solve
+from .solver import polish, solve, solve_held_out
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -198,7 +198,7 @@ class _Engine:
         chord = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept, n * penalty.lam)
         try:
             coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
-                                     newton_solve=lambda g: n * chord.full_solver(g))
+                                     newton_solve=lambda g, _: n * chord.full_solver(g))
         except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: the solve below finishes
             pass
         if not problem.duality_gap(coef, intercept).converged(self.full_tol):
@@ -296,7 +296,7 @@ class _Engine:
         return not np.all((lower > 0) | (upper <= 0))
 
     def _solve(self, indices, data, centres):
-        tasks = (delayed(_solve_fold)(
+        tasks = (delayed(solve_held_out)(
             data[self.folds[k].train], self.y[self.folds[k].train], self.loss,
             self.penalty_for(self.folds[k].train.size), self.fit_intercept, coef, intercept,
             data[self.folds[k].test] if self.need == "labels" else None, TOL_ROUNDING)
@@ -374,20 +374,6 @@ CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING
 VALUE_RTOL = 1e-9
-
-
-def _solve_fold(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol):
-    """Solve one fold from (coef, intercept); with ``X_test`` stop once its labels are certified."""
-    problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
-    stop_when = None
-    if X_test is not None:
-        def stop_when(cert):
-            lower, upper = cert.decision_bounds(X_test, intercept="exact")
-            return bool(np.all((lower > 0) | (upper <= 0)))
-    result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when)
-    if result.stopped_early:
-        return result.coef, result.intercept
-    return polish(problem, result.coef, result.intercept)  # a sign no certificate decides, or values
 
 
 class _Anderson:

@@ -30,6 +30,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
+from .newton_centres import NewtonCentres
 from .penalties import L2
 from .problem import Problem
 
@@ -322,8 +323,9 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
     λ = 6.8e-5). Newton steps converge quadratically to the point where the gradient is zero up
     to rounding, which decides the sign of a decision value that no certificate can: what an
     exact refit computes. Each step solves H s = −g by conjugate gradients on ``hessp``, or with
-    ``newton_solve(g)`` ≈ H⁻¹g when given (e.g. a factorization of a nearby Hessian: chord steps,
-    linear convergence, no Hessian-vector products); a step that does not reduce ‖g‖ ends the
+    ``newton_solve(g, z)`` ≈ H⁻¹g when given (e.g. a factorization of a nearby Hessian: chord
+    steps, linear convergence, no Hessian-vector products; or :func:`dense_newton_solve`, the
+    exact Hessian at z: quadratic convergence when d is small); a step that does not reduce ‖g‖ ends the
     polish (rounding level reached). Returns (coef, intercept).
     """
     if problem.penalty.kappa > 0:
@@ -332,7 +334,7 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
     g = problem.grad(z)
     for _ in range(max_steps):
         if newton_solve is not None:
-            step = -newton_solve(g)
+            step = -newton_solve(g, z)
         else:
             hessian = LinearOperator((z.size, z.size), matvec=lambda v, at=z: problem.hessp(at, v), dtype=float)
             step, _ = cg(hessian, -g, rtol=1e-4, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × ~1e-4 a step
@@ -344,3 +346,31 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
         if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)):
             break
     return problem.split(z)
+
+
+def dense_newton_solve(problem):
+    """``newton_solve`` for :func:`polish` with the exact Hessian at each point, formed densely
+    (O(nnz·d + d³) a step: for a few hundred features at most)."""
+    def newton_solve(g, z):
+        coef, intercept = problem.split(z)
+        strength = problem.n * problem.penalty.lam  # sum form: H_sum = n·H_mean
+        hessian = NewtonCentres(problem.X, problem.y, problem.loss, problem.fit_intercept, coef, intercept, strength)
+        return problem.n * hessian.full_solver(g)
+    return newton_solve
+
+
+def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol):
+    """Solve the problem on (X_train, y_train) from (coef, intercept), to relative gap ``tol``
+    and then polished (:func:`polish`); with ``X_test``, stop as soon as the signs of its
+    decision values are certified (Remark 3). Returns (coef, intercept). A module-level
+    function of plain arrays, so that joblib can ship it to other processes or a cluster."""
+    problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
+    stop_when = None
+    if X_test is not None:
+        def stop_when(cert):
+            lower, upper = cert.decision_bounds(X_test, intercept="exact")
+            return bool(np.all((lower > 0) | (upper <= 0)))
+    result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when)
+    if result.stopped_early:
+        return result.coef, result.intercept
+    return polish(problem, result.coef, result.intercept)  # a sign no certificate decides, or values

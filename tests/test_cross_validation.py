@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 from sklearn import model_selection
-from sklearn.base import clone
 from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics import check_scoring, make_scorer, matthews_corrcoef
@@ -18,31 +17,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 from sklearn.svm import LinearSVC
 
-import glru
-from glru.solver import polish
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
-from sklearn_ext._adapters import linear_model, split_pipeline
 
+from ._exact import exact_estimator
 from ._problems import random_problem
 
 
 def exact_fold_estimator(estimator, X, y, train):
-    """The estimator fitted on rows ``train`` by an independent cold solve to relative gap 1e-14,
-    then Newton steps until the gradient stops shrinking (an exact refit, to rounding)."""
-    pre, final = split_pipeline(estimator)
-    if pre is not None:
-        pre = clone(pre).fit(X)
-        X = pre.transform(X)
-    model = linear_model(final)
-    X_design = model.design(X)
-    classes = np.unique(y[train])
-    n_train = train.shape[0]
-    penalty = model.penalty_for(n_train)
-    fit = glru.fit(X_design[train], y[train], loss=model.loss, lam=penalty.lam, kappa=penalty.kappa,
-                   fit_intercept=model.fit_intercept, tol=1e-14)
-    coef, intercept = polish(fit.problem, fit.coef_, fit.intercept_)  # past what a gap can resolve
-    fitted = model.fitted(coef, intercept, classes, X.shape[1])
-    return fitted if pre is None else make_pipeline(*[s for _, s in pre.steps], fitted)
+    return exact_estimator(estimator, X[train], y[train])
 
 
 def exact_scores(estimator, X, y, cv, scoring=None):
