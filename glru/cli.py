@@ -1,4 +1,4 @@
-"""Command line: ``glru demo`` and ``glru cv DATA`` (also ``python -m glru ...``)."""
+"""Command line: ``glru demo``, ``glru cv DATA`` and ``glru select DATA`` (also ``python -m glru ...``)."""
 
 import argparse
 import sys
@@ -15,15 +15,17 @@ def main(argv=None):
     demo.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
 
     cv = commands.add_parser("cv", help="exact cross-validation scores of a linear classifier on a data file")
-    cv.add_argument("data", help="LIBSVM/SVMlight or CSV file (labels in the first column), optionally .gz")
-    cv.add_argument("--loss", default="logistic", choices=["logistic", "squared_hinge"],
-                    help="logistic: LogisticRegression; squared_hinge: LinearSVC")
-    cv.add_argument("--C", type=float, default=1.0, help="inverse regularization strength")
+    _add_model_options(cv)
     cv.add_argument("--cv", default="5", help="'loo' or a number of folds (stratified)")
-    cv.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
-    cv.add_argument("--scoring", default=None, help="a scikit-learn scorer name (default: accuracy)")
-    cv.add_argument("--n-jobs", type=int, default=None, help="parallel fold solves (joblib)")
-    cv.add_argument("-v", "--verbose", type=int, default=1, help="progress messages (0 = quiet)")
+
+    select = commands.add_parser("select", help="exact sequential feature selection on a data file")
+    _add_model_options(select)
+    select.add_argument("--direction", default="backward", choices=["backward", "forward"])
+    select.add_argument("--n-features", default="auto",
+                        help="features to select: a count, a fraction in (0, 1], or 'auto' (see --tol)")
+    select.add_argument("--tol", type=float, default=None, help="with 'auto': stop when a step gains less")
+    select.add_argument("--cv", default="5", help="a number of folds (stratified), or 'split:K' for one "
+                                                   "split with the first K rows as training rows")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -33,23 +35,69 @@ def main(argv=None):
         return 0 if result["folds"] else 1
     if args.command == "cv":
         return _cross_validate(args)
+    if args.command == "select":
+        return _select(args)
     return 2
 
 
-def _cross_validate(args):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import LeaveOneOut
-    from sklearn.svm import LinearSVC
+def _add_model_options(command):
+    command.add_argument("data", help="LIBSVM/SVMlight or CSV file (labels in the first column), optionally .gz")
+    command.add_argument("--loss", default="logistic", choices=["logistic", "squared_hinge"],
+                         help="logistic: LogisticRegression; squared_hinge: LinearSVC")
+    command.add_argument("--C", type=float, default=1.0, help="inverse regularization strength")
+    command.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
+    command.add_argument("--scoring", default=None, help="a scikit-learn scorer name (default: accuracy)")
+    command.add_argument("--n-jobs", type=int, default=None, help="parallel solves (joblib)")
+    command.add_argument("-v", "--verbose", type=int, default=1, help="progress messages (0 = quiet)")
 
-    from sklearn_ext import GLRUCrossValidator
+
+def _estimator_and_data(args):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
 
     from .datasets import load
 
     X, y = load(args.data)
     if args.loss == "logistic":
-        estimator = LogisticRegression(C=args.C, fit_intercept=not args.no_intercept)
+        return LogisticRegression(C=args.C, fit_intercept=not args.no_intercept), X, y
+    return LinearSVC(C=args.C, fit_intercept=not args.no_intercept), X, y
+
+
+def _select(args):
+    import numpy as np
+
+    from sklearn_ext import GLRUStepwiseSelector
+
+    estimator, X, y = _estimator_and_data(args)
+    if args.cv.startswith("split:"):
+        k = int(args.cv.split(":", 1)[1])
+        cv = [(np.arange(k), np.arange(k, X.shape[0]))]
     else:
-        estimator = LinearSVC(C=args.C, fit_intercept=not args.no_intercept)
+        cv = int(args.cv)
+    n_features = args.n_features
+    if n_features != "auto":
+        n_features = float(n_features) if "." in n_features else int(n_features)
+    print(f"{args.data}: {X.shape[0]} rows × {X.shape[1]} features; {estimator!r}; {args.direction}; cv={args.cv}",
+          flush=True)
+    start = time.perf_counter()
+    selector = GLRUStepwiseSelector(estimator, n_features_to_select=n_features, tol=args.tol,
+                                    direction=args.direction, scoring=args.scoring, cv=cv, n_jobs=args.n_jobs,
+                                    verbose=args.verbose).fit(X, y)
+    elapsed = time.perf_counter() - start
+    print(f"selected {selector.n_features_to_select_} features: {np.flatnonzero(selector.support_).tolist()}")
+    if selector.history_ is not None:
+        trained = sum(h["n_trained"] for h in selector.history_)
+        total = sum(h["n_candidates"] for h in selector.history_)
+        print(f"{len(selector.history_)} steps; candidates trained: {trained} of {total}; time {elapsed:.2f} s")
+    return 0
+
+
+def _cross_validate(args):
+    from sklearn.model_selection import LeaveOneOut
+
+    from sklearn_ext import GLRUCrossValidator
+
+    estimator, X, y = _estimator_and_data(args)
     splitter = LeaveOneOut() if args.cv.lower() == "loo" else int(args.cv)
     print(f"{args.data}: {X.shape[0]} rows × {X.shape[1]} features; {estimator!r}; cv={args.cv}", flush=True)
     start = time.perf_counter()

@@ -232,3 +232,18 @@ def test_sparse_and_dense_select_the_same():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert a.transform(X).shape == (60, 2)
+
+
+def test_command_line_select(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    from glru.cli import main
+
+    X, y = labelled(15, 60, 5)
+    path = tmp_path / "data.svm"
+    dump_svmlight_file(X, y, str(path))
+    assert main(["select", str(path), "--direction", "forward", "--n-features", "2", "--cv", "split:40",
+                 "-v", "0"]) == 0
+    expected = GLRUStepwiseSelector(LogisticRegression(), direction="forward", n_features_to_select=2,
+                                    cv=[(np.arange(40), np.arange(40, 60))]).fit(X, y)
+    assert f"selected 2 features: {np.flatnonzero(expected.support_).tolist()}" in capsys.readouterr().out
