@@ -25,7 +25,8 @@ def gap_allowance(magnitude, n, d):
 
 
 def sound_gap(primal, dual, magnitude, n, d):
-    return max(primal - dual, 0.0) + gap_allowance(magnitude, n, d)
+    with np.errstate(invalid="ignore"):  # inf − inf: an infeasible point on both sides
+        return np.maximum(primal - dual, 0.0) + gap_allowance(magnitude, n, d)
 
 
 def enforce_zero_sum(alpha):

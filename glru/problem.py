@@ -134,19 +134,24 @@ def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d):
 
     ``abs_margins`` bounds |x_i|·|w| + |b| for every row (any upper bound is sound); it sizes
     the rounding allowance. Shared by :meth:`Problem.duality_gap` and the batched fold gaps of
-    :mod:`glru.cross_validation`, which compute the products as matrix-matrix products.
+    :mod:`glru.cross_validation`, which compute the products as matrix-matrix products. With
+    2-D ``w``, ``margins``, ``alpha``, ``Xt_alpha`` and ``abs_margins`` (one column per point,
+    :mod:`glru.stepwise`) every field of the result is an array over the columns.
     """
     n = y.shape[0]
+    if margins.ndim == 2:  # many points at once, one per column
+        y = y[:, None]
     loss_terms = loss.value(y, margins)
     conj_terms = loss.conjugate(y, -alpha)
-    pen_w = penalty.value(w)
-    pen_conj = penalty.conjugate(Xt_alpha / n)
-    primal = loss_terms.mean() + pen_w
-    dual = -conj_terms.mean() - pen_conj
-    magnitude = (loss_terms.sum() + np.abs(conj_terms).sum() + np.abs(alpha) @ abs_margins) / n + pen_w + pen_conj
+    pen_w = penalty.value_terms(w).sum(axis=0)
+    pen_conj = penalty.conjugate_terms(Xt_alpha / n).sum(axis=0)
+    primal = loss_terms.sum(axis=0) / n + pen_w
+    dual = -conj_terms.sum(axis=0) / n - pen_conj
+    magnitude = (loss_terms.sum(axis=0) + np.abs(conj_terms).sum(axis=0) + (np.abs(alpha) * abs_margins).sum(axis=0)) \
+        / n + pen_w + pen_conj
     gap = sound_gap(primal, dual, magnitude, n, d)
     return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, margins, magnitude, gap_allowance(magnitude, n, d),
-                         loss_terms.sum(), conj_terms.sum())
+                         loss_terms.sum(axis=0), conj_terms.sum(axis=0))
 
 
 class GapEvaluation:
@@ -167,11 +172,12 @@ class GapEvaluation:
         return self.gap / max(abs(self.primal), np.finfo(float).tiny)
 
     def converged(self, tol):
-        """(P − D)/P ≤ tol, or P − D is already below what rounding can resolve."""
-        if not np.isfinite(self.gap):
-            return False  # an infeasible dual point (e.g. lasso far from the optimum)
-        raw = self.gap - self.allowance
-        return raw <= tol * abs(self.primal) or raw <= self.allowance
+        """(P − D)/P ≤ tol, or P − D is already below what rounding can resolve (elementwise
+        for an evaluation of many points). An infinite gap (an infeasible dual point, e.g. lasso
+        far from the optimum) never converges."""
+        with np.errstate(invalid="ignore"):
+            raw = self.gap - self.allowance
+            return np.isfinite(self.gap) & ((raw <= tol * np.abs(self.primal)) | (raw <= self.allowance))
 
 
 def row_norms_sq(X):

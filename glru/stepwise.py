@@ -502,20 +502,21 @@ class _CandidateCertifier:
         if fit.fit_intercept:
             A = np.column_stack([enforce_zero_sum(a)[0] for a in A.T]) if A.size else A
         XtA = np.asarray(fit.X_train.T @ A).reshape(fit.support.size, part.size)
+        columns = np.arange(part.size)
+        if self.direction == "backward":  # the removed feature's column is not in the problem
+            XtA[self.position[part], columns] = 0.0
+        else:
+            W, XtA = np.vstack([W, new]), np.vstack([XtA, np.einsum("ij,ij->j", X_new, A)])
         train_sq, test_sq = self._spread_sq(part, new is not None)
-        d = fit.support.size + (new is not None) - (self.direction == "backward")
+        d = max(fit.support.size + (new is not None) - (self.direction == "backward"), 1)
+        norms = np.sqrt((W ** 2).sum(axis=0))
+        abs_margins = (fold.train_norms[:, None] * norms + np.abs(b)) * (1 + 1e-12)  # ≥ |x_i|·|w| + |b|
+        ev = assemble_gap(loss, penalty, y, W, U, A, XtA, abs_margins, d)  # every candidate's, by columns
+        rounded = ev.converged(TOL_ROUNDING)
+        radii = primal_radius(ev.gap, penalty.strong_convexity)
         out = []
         for c, p in enumerate(part):
-            w, xta = W[:, c], XtA[:, c]
-            if self.direction == "backward":
-                xta = xta.copy()
-                xta[self.position[p]] = 0.0  # the removed feature's column is not in the problem
-            else:
-                w, xta = np.append(w, new[c]), np.append(xta, X_new[:, c] @ A[:, c])
-            norm_w = np.linalg.norm(w)
-            abs_margins = (fold.train_norms * norm_w + abs(b[c])) * (1 + 1e-12)  # ≥ |x_i|·|w| + |b|
-            ev = assemble_gap(loss, penalty, y, w, U[:, c], A[:, c], xta, abs_margins, max(d, 1))
-            radius = primal_radius(ev.gap, penalty.strong_convexity)
+            w, norm_w, radius = W[:, c], norms[c], radii[c]
             if max_radius is not None and not radius < max_radius[c]:  # no tighter than what is known
                 infinite = np.full(values.shape[0], np.inf)
                 out.append(PairOutcome(-infinite, infinite, values[:, c], None, b[c], solved=False))
@@ -527,14 +528,14 @@ class _CandidateCertifier:
             lower, upper = centre - spread - err, centre + spread + err
             if fit.fit_intercept:
                 lower, upper = self._with_intercept(lower, upper, radius, y, U[:, c], np.sqrt(train_sq[:, c]),
-                                                    margin_error(abs_margins, max(d, 1)),
+                                                    margin_error(abs_margins[:, c], d),
                                                     None if known is None else ~known[c].decided)
             if known is not None:  # the earlier bounds of the same problem stay sound
                 lower, upper = np.maximum(lower, known[c].lower), np.minimum(upper, known[c].upper)
             decided = np.all((lower > 0) | (upper <= 0))
             outcome = PairOutcome(lower, upper, centre, None if decided else self._candidate_coef(p, w), b[c],
                                   solved=False)
-            outcome.rounded, outcome.radius = ev.converged(TOL_ROUNDING), radius
+            outcome.rounded, outcome.radius = bool(rounded[c]), radius
             out.append(outcome)
         return out
 
