@@ -292,31 +292,37 @@ class _CandidateCertifier:
             self.test_sq = _deviation_norms(_rows(fit.X_test), x_ref_F) ** 2
 
     def outcomes(self):
+        """Every candidate's :class:`PairOutcome` on this fold, a block of candidates at a time."""
         fit, n = self.fit, self.candidates.size
         self._prepare_newton()
         out = [None] * n
         block = max(1, BLOCK_FLOATS // (fit.X_train.shape[0] + fit.X_test.shape[0] + fit.support.size + 1))
         for start in range(0, n, block):
             part = np.arange(start, min(n, start + block))
-            centres = (self._newton_centres(part) if self.inverse is not None else self._paper_centres(part)) \
-                if self.low_rank is None else None
             if self.need == "values":  # every candidate is solved: its centre is only a warm start
-                for c, p in enumerate(part):
-                    out[p] = self._uncertified(p, c, *centres)
-                continue
-            if self.low_rank is not None:
-                certify, certify_paper = self.low_rank.newton, self.low_rank.paper
+                centres = self._newton_centres(part) if self.inverse is not None else self._paper_centres(part)
+                out[start:start + part.size] = [self._uncertified(p, c, *centres) for c, p in enumerate(part)]
+            elif self.inverse is None:
+                out[start:start + part.size] = self._certify(part, *self._paper_centres(part))
             else:
-                certify = lambda q: self._certify(q, *self._stepped_centres(q))  # noqa: E731
-                certify_paper = lambda q: self._certify(  # noqa: E731
-                    q, *self._paper_centres(q), max_radius=np.array([out[p].radius for p in q]))
-            for p, outcome in zip(part, certify(part) if self.inverse is not None else self._certify(part, *centres)):
-                out[p] = outcome
-            if self.inverse is not None:  # the paper's centre too where the Newton one left signs open
-                weak = np.array([p for p in part if not np.all(out[p].decided)], dtype=np.intp)
-                if weak.size:
-                    for p, outcome in zip(weak, certify_paper(weak)):
-                        out[p] = _intersect(out[p], outcome, self.centre(p) if out[p].coef is None else None)
+                out[start:start + part.size] = self._certify_newton(part)
+        return out
+
+    def _certify_newton(self, part):
+        """Certificates at the (stepped) Newton centres, intersected with the paper's centre's
+        where signs are left open (computed in full only where its radius is smaller)."""
+        if self.low_rank is not None:
+            out = self.low_rank.newton(part)
+            paper = self.low_rank.paper
+        else:
+            out = self._certify(part, *self._stepped_centres(part))
+            radii = np.array([o.radius for o in out])
+            paper = lambda q: self._certify(q, *self._paper_centres(q), max_radius=radii[q - part[0]])  # noqa: E731
+        weak = np.array([p for p, o in zip(part, out) if not np.all(o.decided)], dtype=np.intp)
+        if weak.size:
+            for p, outcome in zip(weak, paper(weak)):
+                first = out[p - part[0]]
+                out[p - part[0]] = _intersect(first, outcome, self.centre(p) if first.coef is None else None)
         return out
 
     def chord(self, part, outcomes):
