@@ -77,3 +77,26 @@ def _dot_error(X_eval, v):
     """Rounding bound of x·v computed in floating point: γ_d·|x|·|v| (with γ_d ≈ 2 d u)."""
     d = X_eval.shape[1]
     return 2.0 * (d + 16) * EPS * np.asarray(abs(X_eval) @ np.abs(v)).ravel()
+
+
+def zero_band(eval_norms, alpha, train_norms, strength, n_features, intercept_curvature=None):
+    """Half-width of the band around 0 in which a decision value, read at a point polished to
+    rounding level, cannot be told from 0.
+
+    At such a point the gradient is zero up to its rounding error, γ·Σ_j|α_j|‖x_j‖ in sum form
+    (α_j = −ℓ'_j, γ = 2(n + d + 32)u), so the point is within that over the smallest curvature
+    of the optimum: a = n·λ for w, Σℓ''_j for an unpenalized intercept. A value inside the band
+    is 0 for labelling (scikit-learn predicts the positive class only for a value > 0): this
+    is what an exact optimum at exactly 0 — e.g. by the symmetry of a balanced fold, where a
+    cold solve from 0 stays at 0 — gives, and no generic value falls in a band this narrow.
+    ``alpha``/``train_norms`` may be (n, m) and (n,) for m points at once (columns)."""
+    alpha = np.abs(alpha)
+    gamma = 2.0 * (alpha.shape[0] + n_features + 32) * EPS
+    if not strength > 0:  # no strong convexity: no band (values are read as they are)
+        return np.zeros(np.shape(np.multiply.outer(eval_norms, train_norms @ alpha)))
+    band = np.multiply.outer(eval_norms, gamma * (train_norms @ alpha) / strength)
+    if intercept_curvature is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shift = np.where(intercept_curvature > 0, gamma * alpha.sum(axis=0) / intercept_curvature, 0.0)
+        band = band + shift
+    return band

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
-from .bounds import primal_radius
+from .bounds import primal_radius, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
 from .duality import EPS, enforce_zero_sum
 from .intercept import RowSums
@@ -79,6 +79,7 @@ class FoldOutcome:
     def __init__(self, lower, upper, values, coef, intercept, solved):
         self.lower, self.upper, self.solved = lower, upper, solved
         self.settled = False  # the centre is the fold's optimum to rounding (see _Engine._chord)
+        self.zero_band = 0.0  # values this close to 0 count as 0 (glru.bounds.zero_band)
         self.rounded = False  # the centre's gap is at rounding level
         self.values = np.clip(values, lower, upper)
         self.coef, self.intercept = coef, intercept
@@ -91,7 +92,7 @@ class FoldOutcome:
     @property
     def labels(self):
         """1 where the exact decision value is > 0 (scikit-learn's rule), else 0."""
-        return np.where(self.decided, self.lower > 0, self.values > 0).astype(int)
+        return np.where(self.decided, self.lower > 0, self.values > self.zero_band).astype(int)
 
 
 class CrossValidation:
@@ -252,6 +253,7 @@ class _Engine:
                 # at rounding level the centre's values are the exact refit's: cheap bounds suffice
                 outcome = self._outcome(self.folds[k], cert, values, thorough=promising and not rounded)
                 outcome.rounded = rounded
+                outcome.zero_band = self.checker.zero_band(self.folds[k], cert, ev)
                 half_widths = 0.5 * (outcome.upper - outcome.lower)
                 spread = self.checker.spread_norms[self.folds[k].test]
                 scaled = np.divide(half_widths, spread, out=np.zeros_like(spread), where=spread > 0)
@@ -444,6 +446,13 @@ class _FoldChecker:
             for j, (fold, pen) in enumerate(zip(folds[part], penalties[part])):
                 cert, ev = self._certificate(fold, pen, W[:, j], b[j], U[fold.train, j], A[fold.train, j], XtA[:, j])
                 yield cert, ev, U[fold.test, j]
+
+    def zero_band(self, fold, cert, ev):
+        """:func:`glru.bounds.zero_band` of the fold's held-out rows at the certified point."""
+        norms = self.row_norms if not self.fit_intercept else np.sqrt(self.row_norms ** 2 + 1.0)
+        curvature = self.loss.second_derivative(self.y[fold.train], ev.margins).sum() if self.fit_intercept else None
+        return zero_band(norms[fold.test], ev.alpha, norms[fold.train], fold.train.size * cert.penalty.lam,
+                         self.X.shape[1], curvature)
 
     def _margin_blocks(self, coefs, intercepts, to_X=None):
         """(slice of the folds, W, b, U = XW + b) a block of centres at a time: one block alive

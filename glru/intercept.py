@@ -153,10 +153,15 @@ def taylor_shift_interval(loss, sums, r):
         value = t["d1"] - r * t["d2s"] + tau * t["d2"] - remainder(tau, -1)
         return value, _rounding(loss, sums, r, tau)
 
-    # start where the linear parts cross zero; the remainders push the crossings outward
-    lo = _certified_step(upper, -(t["d1"] + r * t["d2s"]) / t["d2"], t["d2"], below=True)
-    hi = _certified_step(lower, -(t["d1"] - r * t["d2s"]) / t["d2"], t["d2"], below=False)
-    return None if lo is None or hi is None else (lo, hi)
+    # start where the linear parts cross zero; the remainders push the crossings outward. With
+    # almost no curvature left (near separation) these steps overflow: then nothing is certified
+    # here, and the caller uses the exact bracket
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        lo = _certified_step(upper, -(t["d1"] + r * t["d2s"]) / t["d2"], t["d2"], below=True)
+        hi = _certified_step(lower, -(t["d1"] - r * t["d2s"]) / t["d2"], t["d2"], below=False)
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return None
+    return lo, hi
 
 
 def _certified_step(bound, start, slope, below, max_doublings=30):

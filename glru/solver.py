@@ -332,19 +332,24 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
         return coef, intercept
     z = problem.join(coef, intercept)
     g = problem.grad(z)
-    for _ in range(max_steps):
-        if newton_solve is not None:
-            step = -newton_solve(g, z)
-        else:
-            hessian = LinearOperator((z.size, z.size), matvec=lambda v, at=z: problem.hessp(at, v), dtype=float)
-            step, _ = cg(hessian, -g, rtol=1e-4, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × ~1e-4 a step
-        z_new = z + step
-        g_new = problem.grad(z_new)
-        if not np.linalg.norm(g_new) < np.linalg.norm(g):
-            break
-        z, g = z_new, g_new
-        if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)):
-            break
+    # near separation the curvature underflows: CG can break down (0/0) and a step can blow up;
+    # such a step is not taken (its gradient is not smaller), and the polish ends where it is
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(max_steps):
+            if newton_solve is not None:
+                step = -newton_solve(g, z)
+            else:
+                hessian = LinearOperator((z.size, z.size), matvec=lambda v, at=z: problem.hessp(at, v), dtype=float)
+                step, _ = cg(hessian, -g, rtol=1e-4, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × ~1e-4 a step
+            if not np.all(np.isfinite(step)):
+                break
+            z_new = z + step
+            g_new = problem.grad(z_new)
+            if not np.linalg.norm(g_new) < np.linalg.norm(g):
+                break
+            z, g = z_new, g_new
+            if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)):
+                break
     return problem.split(z)
 
 
