@@ -20,8 +20,9 @@ x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
 A sign that no certificate can decide (a decision value at 0 up to what a gap can resolve) is
 taken at a point polished until its steps stop shrinking: a chord iterate whose gap is at
 rounding level (``TOL_ROUNDING``), or a solve polished by Newton steps
-(:func:`glru.solver.polish`), the most exact refit floating point allows. Every reported label
-is either certified or from such an exact solve; nothing is guessed.
+(:func:`glru.solver.polish`), the most exact refit floating point allows; a value there within
+the rounding band of 0 (:func:`glru.bounds.zero_band`) counts as 0. Every reported label is
+either certified or from such an exact solve; nothing is guessed.
 """
 
 import time
