@@ -4,45 +4,23 @@ For the current fit on features F, every candidate — F without j (eq. 20) or F
 — gets a centre (a Newton step from one inverse Hessian, :mod:`glru.hessian`, moved by a few
 more batched Newton steps; or the paper's centre) and a certificate on its own problem: the
 sound duality gap, the ball (9) on the candidate's features and the exact intercept bracket,
-for a block of candidates at once. :class:`PairOutcome` is what is known of one candidate's
-held-out predictions on one fold.
+for a block of candidates at once, each as a :class:`glru.held_out.HeldOutOutcome`.
 """
 
 import numpy as np
-import scipy.sparse as sp
 
 from .bounds import primal_radius, zero_band
 from .certificate import _deviation_norms, margin_error
 from .duality import EPS, enforce_zero_sum, gap_allowance
-from .hessian import LowRankInverseHessian, inverse_hessian
+from .held_out import HeldOutOutcome
+from .hessian import DenseInverseHessian, LowRankInverseHessian, inverse_hessian
 from .intercept import shift_interval
-from .problem import assemble_gap, row_norms_sq
+from .problem import as_dense, assemble_gap, row_norms_sq
 
 TOL_ROUNDING = 1e-15  # a gap at rounding level: the centre is the polished optimum
 BLOCK_FLOATS = 1 << 20  # candidates are certified a block at a time: (n + d) × block floats
 PRE_STEPS = 2  # Newton steps taken from the candidates' Newton centres before certifying them
 OUTER_MAX_FLOATS = 1 << 22  # n·d̃² of the row outer products behind exact batched Newton steps
-
-
-class PairOutcome:
-    """What is known about one candidate's exact optimum on one fold's held-out rows."""
-
-    def __init__(self, lower, upper, values, coef, intercept, solved):
-        self.lower, self.upper, self.solved = lower, upper, solved
-        self.rounded = False  # the centre's duality gap is at rounding level
-        self.radius = np.inf  # the certified radius around the centre (Theorem 1)
-        self.zero_band = 0.0  # values this close to 0 count as 0 (glru.bounds.zero_band)
-        self.values = np.clip(values, lower, upper)
-        self.coef, self.intercept = coef, intercept  # the centre (or solution), on the candidate's features
-
-    @property
-    def decided(self):
-        return (self.lower > 0) | (self.upper <= 0)
-
-    @property
-    def labels(self):
-        """1 where the exact decision value is > 0, else 0 (certified, or from a polished solve)."""
-        return np.where(self.decided, self.lower > 0, self.values > self.zero_band).astype(int)
 
 
 class CandidateCertifier:
@@ -56,14 +34,14 @@ class CandidateCertifier:
         if direction == "forward":
             self.X_new_train, self.X_new_test = fold.columns(candidates)
         # the features of each candidate: F's columns, one of them dropped, or one column added
-        self.test_sq = row_norms_sq(_rows(fit.X_test))
+        self.test_sq = row_norms_sq(fit.X_test)
         if fit.fit_intercept:
             x_ref_F = fit.x_ref[fit.support]
-            self.train_sq = _deviation_norms(_rows(fit.X_train), x_ref_F) ** 2
-            self.test_sq = _deviation_norms(_rows(fit.X_test), x_ref_F) ** 2
+            self.train_sq = _deviation_norms(fit.X_train, x_ref_F) ** 2
+            self.test_sq = _deviation_norms(fit.X_test, x_ref_F) ** 2
 
     def outcomes(self):
-        """Every candidate's :class:`PairOutcome` on this fold, a block of candidates at a time."""
+        """Every candidate's :class:`HeldOutOutcome` on this fold, a block of candidates at a time."""
         fit, n = self.fit, self.candidates.size
         self._prepare_newton()
         out = [None] * n
@@ -122,7 +100,7 @@ class CandidateCertifier:
         fit, y, a = self.fit, self.fit.fold.y_train, self.strength
         U = np.asarray(fit.X_train @ W) + b
         if new is not None:
-            X_new = _dense(self.X_new_train[:, part])
+            X_new = as_dense(self.X_new_train[:, part])
             U += X_new * new
         slopes = fit.loss.derivative(y[:, None], U)
         G = np.asarray(fit.X_train.T @ slopes).reshape(W.shape) + a * W
@@ -211,7 +189,7 @@ class CandidateCertifier:
         if fit.problem.penalty.kappa > 0 or not fit.problem.penalty.lam > 0:
             return
         if fit.support.size == 0:
-            self.inverse = _scalar_inverse(fit) if fit.fit_intercept else _EmptyInverse()
+            self.inverse = _intercept_only_inverse(fit)
         else:
             self.inverse = inverse_hessian(fit.X_train, fit.fold.y_train, fit.loss, fit.fit_intercept, fit.coef,
                                            fit.intercept, self.strength)
@@ -221,7 +199,7 @@ class CandidateCertifier:
         f_tilde, n = fit.support.size + fit.fit_intercept, fit.fold.y_train.size
         self.outer = None  # the rows' outer products x̃x̃ᵀ, for exact Newton steps when small
         if n * f_tilde * f_tilde <= OUTER_MAX_FLOATS:
-            dense = _dense(fit.X_train)
+            dense = as_dense(fit.X_train)
             self.dense_F = np.hstack([dense, np.ones((n, 1))]) if fit.fit_intercept else dense
             self.outer = self.dense_F[:, :, None] * self.dense_F[:, None, :]
             self.penalized = np.append(np.ones(fit.support.size), 0.0) if fit.fit_intercept \
@@ -240,7 +218,7 @@ class CandidateCertifier:
         block = max(1, BLOCK_FLOATS // (fit.X_train.shape[0] + f + 1))
         for start in range(0, n_new, block):
             part = slice(start, start + block)
-            X_new = _dense(self.X_new_train[:, part])
+            X_new = as_dense(self.X_new_train[:, part])
             weighted = curvatures[:, None] * X_new
             coupling = np.asarray(fit.X_train.T @ weighted).reshape(f, X_new.shape[1])
             if fit.fit_intercept:
@@ -291,7 +269,7 @@ class CandidateCertifier:
         U = np.asarray(fit.X_train @ W) + b
         values = np.asarray(fit.X_test @ W) + b
         if new is not None:
-            X_new, X_new_test = _dense(self.X_new_train[:, part]), _dense(self.X_new_test[:, part])
+            X_new, X_new_test = as_dense(self.X_new_train[:, part]), as_dense(self.X_new_test[:, part])
             U += X_new * new
             values += X_new_test * new
         A = -loss.derivative(y[:, None], U)
@@ -316,7 +294,7 @@ class CandidateCertifier:
             w, norm_w, radius = W[:, c], norms[c], radii[c]
             if max_radius is not None and not radius < max_radius[c]:  # no tighter than what is known
                 infinite = np.full(values.shape[0], np.inf)
-                out.append(PairOutcome(-infinite, infinite, values[:, c], None, b[c], solved=False))
+                out.append(HeldOutOutcome(-infinite, infinite, values[:, c], None, b[c], solved=False))
                 continue
             spread = radius * np.sqrt(test_sq[:, c])
             centre = values[:, c]
@@ -330,7 +308,7 @@ class CandidateCertifier:
             if known is not None:  # the earlier bounds of the same problem stay sound
                 lower, upper = np.maximum(lower, known[c].lower), np.minimum(upper, known[c].upper)
             decided = np.all((lower > 0) | (upper <= 0))
-            outcome = PairOutcome(lower, upper, centre, None if decided else self._candidate_coef(p, w), b[c],
+            outcome = HeldOutOutcome(lower, upper, centre, None if decided else self._candidate_coef(p, w), b[c],
                                   solved=False)
             outcome.rounded, outcome.radius, outcome.zero_band = bool(rounded[c]), radius, bands[:, c]
             out.append(outcome)
@@ -350,7 +328,7 @@ class CandidateCertifier:
     def _uncertified(self, p, c, W, new, b):
         w = W[:, c] if new is None else np.append(W[:, c], new[c])
         infinite = np.full(self.fit.X_test.shape[0], np.inf)
-        return PairOutcome(-infinite, infinite, np.zeros_like(infinite), self._candidate_coef(p, w), b[c], solved=False)
+        return HeldOutOutcome(-infinite, infinite, np.zeros_like(infinite), self._candidate_coef(p, w), b[c], solved=False)
 
     def centre(self, p):
         """(coef, intercept) of candidate p's first centre, rebuilt (see :meth:`Step.centre`)."""
@@ -385,14 +363,14 @@ class CandidateCertifier:
         each candidate's features S, from those over F, rounded up."""
         fit = self.fit
         x_ref = fit.x_ref[self.candidates[part]] if fit.fit_intercept else np.zeros(part.size)
-        test_cols = _dense(self.X_new_test[:, part]) if adding else \
-            _dense(fit.X_test[:, self.position[part]])
+        test_cols = as_dense(self.X_new_test[:, part]) if adding else \
+            as_dense(fit.X_test[:, self.position[part]])
         test_terms = (test_cols - x_ref) ** 2
         test = self._adjust(self.test_sq, test_terms, adding)
         train = None
         if fit.fit_intercept:
-            train_cols = _dense(self.X_new_train[:, part]) if adding else \
-                _dense(fit.X_train[:, self.position[part]])
+            train_cols = as_dense(self.X_new_train[:, part]) if adding else \
+                as_dense(fit.X_train[:, self.position[part]])
             train = self._adjust(self.train_sq, (train_cols - x_ref) ** 2, adding)
         return train, test
 
@@ -408,7 +386,7 @@ def _intersect(a, b, centre=None):
     when ``a`` dropped its own), unless the pair is now certified."""
     lower, upper = np.maximum(a.lower, b.lower), np.minimum(a.upper, b.upper)
     coef, intercept = centre if centre is not None else (a.coef, a.intercept)
-    outcome = PairOutcome(lower, upper, a.values, coef, intercept, solved=False)
+    outcome = HeldOutOutcome(lower, upper, a.values, coef, intercept, solved=False)
     outcome.rounded, outcome.radius = a.rounded, min(a.radius, b.radius)
     if np.all(outcome.decided):
         outcome.coef = None
@@ -436,7 +414,7 @@ class _LowRankRemovals:
     def __init__(self, certifier):
         fit, inverse = certifier.fit, certifier.inverse
         self.certifier, self.fit = certifier, fit
-        X, V, w = _dense(fit.X_train), _dense(fit.X_test), fit.coef
+        X, V, w = as_dense(fit.X_train), as_dense(fit.X_test), fit.coef
         self.X, self.V, self.a = X, V, inverse.a
         n, d = X.shape
         self.gamma = 2.0 * (n + d + 32) * EPS  # dot products and sums of at most n + d terms
@@ -513,7 +491,7 @@ class _LowRankRemovals:
         bands = self.certifier._zero_bands(A, U)
         out = []
         for c_, p in enumerate(part):
-            outcome = PairOutcome(lower[:, c_], upper[:, c_], values[:, c_], None, 0.0, solved=False)
+            outcome = HeldOutOutcome(lower[:, c_], upper[:, c_], values[:, c_], None, 0.0, solved=False)
             outcome.zero_band = bands[:, c_]
             outcome.rounded = bool(raw[c_] <= TOL_ROUNDING * abs(primal[c_]) or raw[c_] <= allowance[c_])
             if not np.all(outcome.decided):
@@ -522,30 +500,13 @@ class _LowRankRemovals:
         return out
 
 
-class _EmptyInverse:
-    dim = 0
-
-    def solve(self, B):
-        return np.zeros_like(B)
-
-
-class _ScalarInverse:
-    def __init__(self, value):
-        self.dim, self.value = 1, value
-
-    def solve(self, B):
-        return B / self.value
-
-
-def _scalar_inverse(fit):
-    """The intercept-only Hessian Σℓ''_i (no features yet)."""
-    total = fit.loss.second_derivative(fit.fold.y_train, fit.margins).sum()
-    return _ScalarInverse(total) if total > 0 else None
-
-
-def _dense(block):
-    return block.toarray() if sp.issparse(block) else np.asarray(block)
-
-
-def _rows(X):
-    return X.tocsr() if sp.issparse(X) else X
+def _intercept_only_inverse(fit):
+    """The inverse Hessian with no features yet: of Σℓ''_i (the intercept's), or 0 × 0 without
+    one; None if there is no curvature."""
+    hessian = np.zeros((0, 0))
+    if fit.fit_intercept:
+        hessian = np.array([[fit.loss.second_derivative(fit.fold.y_train, fit.margins).sum()]])
+    try:
+        return DenseInverseHessian(hessian)
+    except np.linalg.LinAlgError:
+        return None

@@ -34,6 +34,7 @@ from joblib import Parallel, delayed
 from .bounds import primal_radius, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
 from .duality import EPS, enforce_zero_sum
+from .held_out import HeldOutOutcome
 from .intercept import RowSums
 from .newton_centres import NewtonCentres
 from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
@@ -58,42 +59,6 @@ class Fold:
 
     def __init__(self, train, test):
         self.train, self.test = np.asarray(train, dtype=np.intp), np.asarray(test, dtype=np.intp)
-
-
-class FoldOutcome:
-    """What is known about one fold's exact optimum on its held-out rows.
-
-    Attributes
-    ----------
-    lower, upper : ndarray
-        Certified bounds on the held-out decision values.
-    values : ndarray
-        Decision values at the fold's final centre (clipped into the bounds); exact to rounding
-        when the fold was solved to ``TOL_ROUNDING``.
-    coef, intercept : ndarray or None, float
-        The final centre on X, kept with ``need="values"`` only (then the fold's optimum to
-        ``TOL_ROUNDING``).
-    solved : bool
-        Whether the fold's problem was solved (a retrain) rather than certified from the fit.
-    """
-
-    def __init__(self, lower, upper, values, coef, intercept, solved):
-        self.lower, self.upper, self.solved = lower, upper, solved
-        self.settled = False  # the centre is the fold's optimum to rounding (see _Engine._chord)
-        self.zero_band = 0.0  # values this close to 0 count as 0 (glru.bounds.zero_band)
-        self.rounded = False  # the centre's gap is at rounding level
-        self.values = np.clip(values, lower, upper)
-        self.coef, self.intercept = coef, intercept
-
-    @property
-    def decided(self):
-        """Rows whose predicted label (decision > 0) is certified."""
-        return (self.lower > 0) | (self.upper <= 0)
-
-    @property
-    def labels(self):
-        """1 where the exact decision value is > 0 (scikit-learn's rule), else 0."""
-        return np.where(self.decided, self.lower > 0, self.values > self.zero_band).astype(int)
 
 
 class CrossValidation:
@@ -172,12 +137,14 @@ class _Engine:
         if open_folds:
             self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
             solved = self._solve(open_folds, self.work_X, [centres[k] for k in open_folds])
-            for k, (outcome, _, _) in zip(open_folds, self._certify(open_folds, solved)):
+            for k, (outcome, _, _) in zip(open_folds, self._certify(open_folds, solved, thorough=True)):
                 outcome.solved = True
                 outcomes[k] = outcome
-            if self.span is not None:  # rounding of the row-space coordinates: settle on X itself
-                self._settle_on_X(outcomes, [k for k in open_folds if self._open(outcomes[k])],
-                                  dict(zip(open_folds, solved)))
+            # a sign still open is read from the value only at rounding level: re-solve on X without
+            # an early stop what is not there (or, in row-space coordinates, anything still open)
+            self._settle_on_X(outcomes, [k for k in open_folds if self._open(outcomes[k])
+                                         and (self.span is not None or not outcomes[k].rounded)],
+                              dict(zip(open_folds, solved)))
         clock.lap("solves")
         return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
 
@@ -229,7 +196,7 @@ class _Engine:
             self.fold_solvers.append(solver)
         return centres
 
-    def _certify(self, indices, centres, on_X=False, final=True):
+    def _certify(self, indices, centres, on_X=False, final=True, thorough=False):
         """(outcome, radius, floor) for the folds ``indices`` at the given centres, in the
         working coordinates (row-space or X) unless ``on_X``.
 
@@ -238,7 +205,9 @@ class _Engine:
         elsewhere they are the cheap ones if ``final``, and infinite (open) if not. ``radius``
         is the certified radius, or the larger one the bounds amount to per unit of ‖x − x̄‖
         when they were computed; ``floor`` is the radius the gap's rounding allowance alone
-        would give, below which no centre can certify."""
+        would give, below which no centre can certify. ``thorough`` computes the full bounds
+        wherever the centre is not at rounding level: for solutions that the solver stopped
+        because these bounds (not the ball alone) decided their signs."""
         indices = list(indices)
         to_X = self.span.coef if self.span is not None and not on_X else None
         checked = self.checker.certificates([self.folds[k] for k in indices],
@@ -252,7 +221,7 @@ class _Engine:
             rounded = ev.converged(TOL_ROUNDING)
             if final or promising:
                 # at rounding level the centre's values are the exact refit's: cheap bounds suffice
-                outcome = self._outcome(self.folds[k], cert, values, thorough=promising and not rounded)
+                outcome = self._outcome(self.folds[k], cert, values, thorough=(thorough or promising) and not rounded)
                 outcome.rounded = rounded
                 outcome.zero_band = self.checker.zero_band(self.folds[k], cert, ev)
                 half_widths = 0.5 * (outcome.upper - outcome.lower)
@@ -264,7 +233,7 @@ class _Engine:
                 radius = max(radius, effective)
             else:
                 infinite = np.full(values.shape, np.inf)
-                outcome = FoldOutcome(-infinite, infinite, values, None, cert.intercept_centre, solved=False)
+                outcome = HeldOutOutcome(-infinite, infinite, values, None, cert.intercept_centre, solved=False)
             out.append((outcome, radius, floor))
         return out
 
@@ -288,7 +257,7 @@ class _Engine:
             lower, upper = np.maximum(lower, exact_lower), np.minimum(upper, exact_upper)
         # keep the centre only where the caller needs it (n folds × d floats for leave-one-out)
         coef = cert.coef_centre.copy() if self.need == "values" else None
-        return FoldOutcome(lower, upper, values, coef, cert.intercept_centre, solved=False)
+        return HeldOutOutcome(lower, upper, values, coef, cert.intercept_centre, solved=False)
 
     def _open(self, outcome):
         return not outcome.settled and self._open_bounds(outcome.lower, outcome.upper, outcome.values)
@@ -298,11 +267,14 @@ class _Engine:
             return bool(np.any(~(upper - lower <= VALUE_RTOL * np.maximum(1.0, np.abs(values)))))
         return not np.all((lower > 0) | (upper <= 0))
 
-    def _solve(self, indices, data, centres):
+    def _solve(self, indices, data, centres, stop_early=True):
+        """Solve the folds from the centres through joblib; with ``stop_early`` (and labels
+        needed) each stops once its held-out signs are certified (Remark 3)."""
+        stop_early = stop_early and self.need == "labels"
         tasks = (delayed(solve_held_out)(
             data[self.folds[k].train], self.y[self.folds[k].train], self.loss,
             self.penalty_for(self.folds[k].train.size), self.fit_intercept, coef, intercept,
-            data[self.folds[k].test] if self.need == "labels" else None, TOL_ROUNDING)
+            data[self.folds[k].test] if stop_early else None, TOL_ROUNDING)
             for k, (coef, intercept) in zip(indices, centres))
         return Parallel(**self.parallel)(tasks)
 
@@ -355,12 +327,15 @@ class _Engine:
             active = list(moves)
 
     def _settle_on_X(self, outcomes, indices, work_solutions):
+        """Solve the folds ``indices`` on X to rounding level (no early stop), from their solutions
+        in the working coordinates, and certify them there."""
         if not indices:
             return
-        self._say(f"re-solving {len(indices)} folds on X (row-space rounding left them undecided)")
-        starts = [(self.span.coef(work_solutions[k][0]), work_solutions[k][1]) for k in indices]
-        solved = self._solve(indices, self.X, starts)
-        for k, (outcome, _, _) in zip(indices, self._certify(indices, solved, on_X=True)):
+        self._say(f"re-solving {len(indices)} folds on X to rounding level (their signs are still open)")
+        to_X = self.span.coef if self.span is not None else (lambda w: w)
+        starts = [(to_X(work_solutions[k][0]), work_solutions[k][1]) for k in indices]
+        solved = self._solve(indices, self.X, starts, stop_early=False)
+        for k, (outcome, _, _) in zip(indices, self._certify(indices, solved, on_X=True, thorough=True)):
             outcome.solved = True
             outcomes[k] = outcome
 

@@ -16,9 +16,9 @@ Nothing here needs to be exact: the results are Newton centres, certified by dua
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 
 from .newton_centres import NewtonCentres
+from .problem import as_dense
 
 DENSE_MAX_DIM = 2048  # a d̃ × d̃ factor and inverse (32 MiB each at this size)
 LOW_RANK_MAX_ROWS = 4096  # an n × n capacitance matrix
@@ -65,7 +65,7 @@ class LowRankInverseHessian:
         self.dim = X.shape[1] + fit_intercept
         root = np.sqrt(curvatures)
         gram = X @ X.T
-        gram = gram.toarray() if sp.issparse(gram) else np.asarray(gram)
+        gram = as_dense(gram)
         capacitance = strength * np.eye(X.shape[0]) + root[:, None] * gram * root[None, :]
         self._root, self._factor = root, scipy.linalg.cho_factor(capacitance)
         if fit_intercept:
@@ -85,9 +85,7 @@ class LowRankInverseHessian:
         return (B - np.asarray(self.X.T @ self.row_space_solve(XB))) / self.a
 
     def _penalized_columns(self, indices):
-        Xcols = self.X[:, indices]
-        Xcols = Xcols.toarray() if sp.issparse(Xcols) else np.asarray(Xcols)
-        out = -np.asarray(self.X.T @ self.row_space_solve(Xcols))
+        out = -np.asarray(self.X.T @ self.row_space_solve(as_dense(self.X[:, indices])))
         out[indices, np.arange(len(indices))] += 1.0
         return out / self.a
 
@@ -112,10 +110,8 @@ class LowRankInverseHessian:
         return out
 
     def diagonal(self):
-        X = self.X
-        RX = self.row_space_solve(X.toarray() if sp.issparse(X) else np.asarray(X))
-        Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
-        diag = (1.0 - np.einsum("ij,ij->j", Xd, RX)) / self.a
+        X = as_dense(self.X)
+        diag = (1.0 - np.einsum("ij,ij->j", X, self.row_space_solve(X))) / self.a
         if self.fit_intercept:
             diag = np.append(diag + self._a_u ** 2 / self._schur, 1.0 / self._schur)
         return diag

@@ -180,6 +180,11 @@ class GapEvaluation:
             return np.isfinite(self.gap) & ((raw <= tol * np.abs(self.primal)) | (raw <= self.allowance))
 
 
+def as_dense(X):
+    """X as a dense ndarray (a block of rows or columns, or a small product)."""
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
 def row_norms_sq(X):
     """‖x_i‖² for every row (dense or sparse), a block of rows at a time (no copy of X)."""
     if not sp.issparse(X):

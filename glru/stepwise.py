@@ -32,10 +32,11 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
-from .candidates import TOL_ROUNDING, CandidateCertifier, PairOutcome
 from .bounds import zero_band
+from .candidates import TOL_ROUNDING, CandidateCertifier
 from .certificate import certificate_at, curvature_weighted_mean
 from .duality import EPS
+from .held_out import HeldOutOutcome
 from .problem import Problem, row_norms_sq
 from .solver import dense_newton_solve, optimal_intercept, polish, solve, solve_held_out
 
@@ -100,7 +101,7 @@ class Step:
     ----------
     candidates : ndarray
         Feature removed (backward) or added (forward) by each candidate.
-    outcomes : list (folds) of list (candidates) of :class:`PairOutcome`
+    outcomes : list (folds) of list (candidates) of :class:`HeldOutOutcome`
     current : list of the folds' fits on the current features.
     """
 
@@ -125,19 +126,21 @@ class Step:
 
     def open_pairs(self, position):
         """Folds whose held-out predictions of this candidate are not known exactly yet."""
-        need_values = self.search.need == "values"
-        return [k for k, outcomes in enumerate(self.outcomes)
-                if not outcomes[position].solved and (need_values or not np.all(outcomes[position].decided))]
+        return [k for k in range(len(self.outcomes)) if self._open(k, position)]
+
+    def _open(self, k, position):
+        outcome = self.outcomes[k][position]
+        return not outcome.solved and (self.search.need == "values" or not np.all(outcome.decided))
 
     def refine(self, positions):
-        """One chord step for every open (candidate, fold) pair of ``positions``, all of a fold's
-        at once, each certified again. A pair whose steps stop shrinking is settled if its gap
+        """One Newton (or chord) step for every open (candidate, fold) pair of ``positions``, all
+        of a fold's at once, each certified again. A pair whose steps stop shrinking is settled if its gap
         is at rounding level (its centre is then the polished optimum, as glru.solver.polish
         would leave it). Returns the positions that still have an open pair that cannot be
         refined (no Hessian, or stalled above rounding level): :meth:`resolve` them."""
         stuck = set()
         for k, certifier in enumerate(self.certifiers):
-            part = np.array([p for p in positions if k in self.open_pairs(p)], dtype=np.intp)
+            part = np.array([p for p in positions if self._open(k, p)], dtype=np.intp)
             if part.size == 0:
                 continue
             if certifier.inverse is None:
@@ -173,7 +176,7 @@ class Step:
                 search.need == "labels", tol)
         results = Parallel(**search.parallel)(task(p, k) for p, k in pairs)
         for (p, k), (coef, intercept, lower, upper, values, band) in zip(pairs, results):
-            self.outcomes[k][p] = PairOutcome(lower, upper, values, coef, intercept, solved=True)
+            self.outcomes[k][p] = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
             self.outcomes[k][p].zero_band = band
         return len(pairs)
 
@@ -263,7 +266,7 @@ class _CurrentFit:
     def held_out(self):
         """The current fit's own held-out predictions (the score of the current feature set)."""
         lower, upper, values, band = held_out_bounds(self.problem, self.coef, self.intercept, self.X_test)
-        outcome = PairOutcome(lower, upper, values, self.coef, self.intercept, solved=True)
+        outcome = HeldOutOutcome(lower, upper, values, self.coef, self.intercept, solved=True)
         outcome.zero_band = band
         return outcome
 

@@ -20,7 +20,7 @@ from .certificate import (
 )
 from .duality import EPS, sound_gap
 from .intercept import RowSums
-from .problem import Problem, col_norms_sq, dual_domain_from_terms, dual_domain_terms
+from .problem import Problem, as_dense, col_norms_sq, dual_domain_from_terms, dual_domain_terms
 
 
 class SignPart:
@@ -95,7 +95,9 @@ def remove_samples(fit, rows):
     rows = check_indices(rows, p.n, "rows")
     keep = np.ones(p.n, dtype=bool)
     keep[rows] = False
-    X_rows, y_rows = _dense_block(p.X[rows]), p.y[rows]
+    # dense: the update costs O(Δ·d) anyway, and dense arithmetic on a few rows avoids the
+    # per-call overhead of building sparse temporaries
+    X_rows, y_rows = as_dense(p.X[rows]), p.y[rows]
     delta = _Delta(X_rows, y_rows, fit.margins_[rows], fit.dual_coef_[rows], p.loss)
     delta.magnitude = 0.0  # the fit's magnitude already bounds every kept term
     delta.dom = dual_domain_terms(X_rows, p.loss, y_rows)
@@ -118,7 +120,7 @@ def add_samples(fit, X_new, y_new):
     y_new = check_y(y_new, X_new.shape[0], name="y_new", x_name="X_new")
     y_new = encode_binary(y_new, fit.classes_, "y_new")[0] if p.loss.is_classification \
         else check_regression_target(y_new, "y_new")
-    block = _dense_block(X_new)
+    block = as_dense(X_new)
     margins = block @ fit.coef_ + fit.intercept_
     alpha = -p.loss.derivative(y_new, margins)  # KKT (8) at the old optimum
     delta = _Delta(block, y_new, margins, alpha, p.loss)
@@ -146,7 +148,7 @@ def remove_features(fit, cols):
     cols = check_indices(cols, p.d, "cols")
     keep = np.ones(p.d, dtype=bool)
     keep[cols] = False
-    X_cols = _dense_columns(fit, cols)
+    X_cols = as_dense(fit.columns_[:, cols])
     w_cols = fit.coef_[cols]
     margins = fit.margins_ - X_cols @ w_cols
     pen_removed = p.penalty.value_terms(w_cols).sum()
@@ -225,18 +227,6 @@ def add_features(fit, X_cols):
         col_norms_sq=np.concatenate([p.col_norms_sq, col_norms_sq(X_cols)]), dual_domain=dual_domain_from_terms(dom, p.n),
         build_problem=build_problem, intercept_data=intercept_data,
     )
-
-
-def _dense_block(X_rows):
-    """The changed rows as a dense Δ × d array: the update costs O(Δ·d) anyway, and dense
-    arithmetic on a few rows avoids the per-call overhead of building sparse temporaries."""
-    return X_rows.toarray() if sp.issparse(X_rows) else np.asarray(X_rows)
-
-
-def _dense_columns(fit, cols):
-    X = fit.columns_
-    block = X[:, cols]
-    return block.toarray() if sp.issparse(block) else np.asarray(block)
 
 
 def _checked_problem(X, y, template):

@@ -37,3 +37,17 @@ def test_zero_band_scales_with_the_gradient_rounding_over_the_curvature():
     with_b = zero_band(np.array([1.0]), alpha, norms, 2.0, 4, intercept_curvature=0.5)
     assert with_b[0] > zero_band(np.array([1.0]), alpha, norms, 2.0, 4)[0]
     assert np.all(zero_band(np.array([1.0]), alpha, norms, 0.0, 4) == 0)  # no strong convexity: no band
+
+
+def test_early_stopped_solve_is_not_read_below_rounding_level():
+    """Hypothesis found it (seed 391, n 8, d 8, C 250, 4-fold): a fold's solve stopped because the
+    box bound certified a held-out sign; the engine's re-certification used the ball only, left
+    the sign open and read it from the (unpolished) value, which had the wrong sign."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = random_problem(391, 8, 8, "logistic", sparse=True)
+    y = labels01(y)
+    cv = KFold(4, shuffle=True, random_state=391)
+    est = LogisticRegression(C=250.0, fit_intercept=False)
+    got = GLRUCrossValidator(est, cv=cv).fit(X, y).scores_
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, cv))
