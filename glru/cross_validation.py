@@ -71,8 +71,8 @@ class CrossValidation:
         self.timings = timings
 
 
-def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="labels", n_jobs=None,
-                   verbose=0, pre_dispatch="2*n_jobs"):
+def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="labels", solve_open=True,
+                   n_jobs=None, verbose=0, pre_dispatch="2*n_jobs"):
     """Held-out decision values (``need="values"``) or labels (``need="labels"``) of every fold.
 
     Parameters
@@ -86,6 +86,11 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
     fit_intercept : bool
         Unpenalized intercept. (A penalized one is a constant column of X.)
     need : {"labels", "values"}
+    solve_open : bool, default=True
+        Solve the folds the certificates leave open. With False, only the full fit and the
+        certificates at the Newton centres are computed: every outcome's bounds are certified,
+        and its ``decided`` mask says which held-out labels they settle (a bound on the score
+        without training any fold).
     n_jobs, verbose, pre_dispatch : passed to :class:`joblib.Parallel` for the fold solves.
 
     Returns
@@ -95,7 +100,7 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
     if need not in ("labels", "values"):
         raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
     return _Engine(X, y, loss, folds, penalty_for, fit_intercept, need,
-                   dict(n_jobs=n_jobs, verbose=verbose, pre_dispatch=pre_dispatch)).run()
+                   dict(n_jobs=n_jobs, verbose=verbose, pre_dispatch=pre_dispatch)).run(solve_open)
 
 
 class _Engine:
@@ -113,20 +118,22 @@ class _Engine:
         # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
         self.dropped = [np.setdiff1d(everything, f.train, assume_unique=True) for f in folds]
 
-    def run(self):
+    def run(self, solve_open=True):
         clock = _Clock()
         hub = self._hub()
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         clock.lap("full fit")
         centres = self._newton_centres() if self.newton else [hub] * len(self.folds)
-        checked = self._certify(range(len(self.folds)), centres, final=False)
+        checked = self._certify(range(len(self.folds)), centres, final=not solve_open)
         outcomes = [outcome for outcome, _, _ in checked]
         radii = {k: (radius, floor) for k, (_, radius, floor) in enumerate(checked)}
         n_certified = sum(int(o.decided.sum()) for o in outcomes)
         self._say(f"certified {n_certified} of {sum(f.test.size for f in self.folds)} held-out predictions "
                   "without training")
         clock.lap("centres")
+        if not solve_open:
+            return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
         open_folds = [k for k, o in enumerate(outcomes) if self._open(o)]
         if self.newton:  # the chord reuses the factorizations of open folds only; free the rest
             keep = set(open_folds) if self.span is None else set()

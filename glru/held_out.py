@@ -45,3 +45,58 @@ class HeldOutOutcome:
         """1 where the exact decision value is > 0 (scikit-learn's rule), else 0: certified, or
         read at a point polished to rounding level."""
         return np.where(self.decided, self.lower > 0, self.values > self.zero_band).astype(int)
+
+
+def certified_argmax(lower, upper):
+    """The class certainly predicted (arg-max of the decision values, first index on ties, as
+    numpy and scikit-learn take it) for each row of certified bounds ``lower``/``upper`` of shape
+    (n_rows, n_classes); −1 where the bounds leave it open.
+
+    Class k is certain when its lower bound beats every other class's upper bound: strictly for
+    the classes before it (a tie would go to them), or equally for the classes after it."""
+    n_rows, n_classes = lower.shape
+    winner = np.full(n_rows, -1)
+    for k in range(n_classes):
+        before = np.all(lower[:, [k]] > upper[:, :k], axis=1)
+        after = np.all(lower[:, [k]] >= upper[:, k + 1:], axis=1)
+        winner[(winner < 0) & before & after] = k
+    return winner
+
+
+class MulticlassOutcome:
+    """Certified bounds on the held-out decision values of one fold of a multiclass problem
+    (one column per class the fold was trained on), and its predicted classes.
+
+    Attributes
+    ----------
+    classes : ndarray of int
+        The class codes the fold's training rows hold (its columns), increasing.
+    lower, upper : ndarray of shape (n_held_out, n_classes)
+        Certified bounds on the decision values.
+    values : ndarray of shape (n_held_out, n_classes)
+        Decision values at the final centre; exact to rounding when ``solved``.
+    coef, intercept : ndarray of shape (n_classes, d) and (n_classes,), or None
+        The fold's solution, when it was solved and the caller keeps it.
+    solved : bool
+        Whether any of the fold's problems was solved (a retrain).
+    """
+
+    def __init__(self, classes, lower, upper, values, solved, coef=None, intercept=None):
+        self.classes, self.lower, self.upper, self.solved = np.asarray(classes), lower, upper, solved
+        self.values, self.coef, self.intercept = np.clip(values, lower, upper), coef, intercept
+        self._winner = certified_argmax(lower, upper)
+
+    @property
+    def decided(self):
+        """Rows whose predicted class is certified by the bounds."""
+        return self._winner >= 0
+
+    @property
+    def labels(self):
+        """Predicted class codes: certified, or the arg-max of values exact to rounding."""
+        winner = self._winner.copy()
+        open_rows = winner < 0
+        if np.any(open_rows) and not self.solved:
+            raise ValueError("the predicted class of some rows is neither certified nor solved for")
+        winner[open_rows] = np.argmax(self.values[open_rows], axis=1)
+        return self.classes[winner]

@@ -43,8 +43,9 @@ class Unsupported(Exception):
 class LinearModel:
     """An estimator's objective in glru's terms, and how to turn a solution back into it."""
 
-    def __init__(self, estimator, loss, C, l1_ratio, fit_intercept, intercept_scaling):
+    def __init__(self, estimator, loss, C, l1_ratio, fit_intercept, intercept_scaling, multiclass):
         self.estimator, self.loss = estimator, get_loss(loss)
+        self.multiclass = multiclass                  # "ovr" or "multinomial": how ≥ 3 classes are fitted
         self.C, self.l1_ratio = float(C), float(l1_ratio)
         self.fit_intercept = fit_intercept            # unpenalized intercept
         self.intercept_scaling = intercept_scaling    # penalized intercept column, or None
@@ -61,15 +62,18 @@ class LinearModel:
         return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
 
     def fitted(self, coef, intercept, classes, n_features):
-        """A clone of the estimator with (coef, intercept) as its fitted solution."""
+        """A clone of the estimator with (coef, intercept) as its fitted solution: one row of
+        ``coef`` (d,) and a scalar ``intercept`` for two classes, one per class (rows of a
+        (n_classes, d) ``coef``) otherwise."""
         model = clone(self.estimator)
-        coef = np.asarray(coef, dtype=float)
+        coef = np.atleast_2d(np.asarray(coef, dtype=float))
+        intercept = np.atleast_1d(np.asarray(intercept, dtype=float))
         if self.intercept_scaling is not None:
-            coef, intercept = coef[:-1], self.intercept_scaling * coef[-1]
+            coef, intercept = coef[:, :-1], self.intercept_scaling * coef[:, -1]
         elif not self.fit_intercept:
-            intercept = 0.0
-        model.coef_ = coef.reshape(1, -1)
-        model.intercept_ = np.array([float(intercept)])
+            intercept = np.zeros(coef.shape[0])
+        model.coef_ = coef
+        model.intercept_ = intercept.astype(float)
         model.classes_ = classes
         model.n_features_in_ = n_features
         model.n_iter_ = np.array([0], dtype=np.int32)
@@ -122,8 +126,8 @@ def _logistic_regression(est):
         if l1_ratio > 0:
             raise Unsupported("solver='liblinear' with an L1 term")
         scaling = est.intercept_scaling if est.fit_intercept else None
-        return LinearModel(est, "logistic", est.C, 0.0, False, scaling)
-    return LinearModel(est, "logistic", est.C, l1_ratio, est.fit_intercept, None)
+        return LinearModel(est, "logistic", est.C, 0.0, False, scaling, "ovr")
+    return LinearModel(est, "logistic", est.C, l1_ratio, est.fit_intercept, None, "multinomial")
 
 
 def _linear_svc(est):
@@ -131,6 +135,8 @@ def _linear_svc(est):
         raise Unsupported(f"LinearSVC(loss={est.loss!r}, penalty={est.penalty!r}): only squared_hinge with l2")
     if est.class_weight is not None:
         raise Unsupported("class_weight is not supported")
+    if est.multi_class != "ovr":
+        raise Unsupported(f"LinearSVC(multi_class={est.multi_class!r}): only one-vs-rest")
     _check_C(est.C)
     scaling = est.intercept_scaling if est.fit_intercept else None
-    return LinearModel(est, "squared_hinge", est.C, 0.0, False, scaling)
+    return LinearModel(est, "squared_hinge", est.C, 0.0, False, scaling, "ovr")

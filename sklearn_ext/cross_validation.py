@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, check_X_y
 
 from glru._validation import check_X
 from glru.cross_validation import Fold, cross_validate
+from glru.one_vs_rest import cross_validate_one_vs_rest
 
 from ._adapters import Unsupported, linear_model, split_pipeline
 
@@ -87,9 +88,11 @@ class GLRUCrossValidator(BaseEstimator):
             preprocessing, final = split_pipeline(self.estimator)
             model = linear_model(final)
             target = type_of_target(y)
-            if target != "binary":
-                raise Unsupported(f"the target is {target} (binary targets only for now)")
-            trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size == 2]
+            if target not in ("binary", "multiclass"):
+                raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
+            if target == "multiclass" and model.multiclass != "ovr":
+                raise Unsupported(f"{model.multiclass} multiclass {type(final).__name__} is not supported yet")
+            trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size >= 2]
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
         except Unsupported as reason:
@@ -106,29 +109,59 @@ class GLRUCrossValidator(BaseEstimator):
         classes = np.unique(y)
         need = _response_needed(scorer)
         folds = [Fold(*splits[k]) for k in trainable]
+        if classes.size > 2:
+            return self._fit_one_vs_rest(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes,
+                                         need, folds)
         result = cross_validate(
             model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
             model.fit_intercept, need=need, n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)
         self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
                                                                      X_model.shape[1]))
-        scores = np.full(len(splits), np.nan)
-        for k, outcome in zip(trainable, result.outcomes):
-            test = splits[k][1]
-            if need == "labels":
-                held_out = HeldOutPredictions(classes, outcome.labels)
-            else:
-                held_out = self._assemble(preprocessing, model.fitted(outcome.coef, outcome.intercept, classes,
-                                                                      X_model.shape[1]))
-            scores[k] = _score(scorer, held_out, X[test], y[test], self.error_score)
-        for k in sorted(set(range(len(splits))) - set(trainable)):
-            scores[k] = self._one_class_fold(X, y, splits[k])
-        self.scores_ = scores
+        self._set_scores(X, y, splits, scorer, trainable, [
+            HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(
+                preprocessing, model.fitted(outcome.coef, outcome.intercept, classes, X_model.shape[1]))
+            for outcome in result.outcomes])
         self.n_certified_, self.n_retrained_ = result.n_certified, result.n_retrained
         self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in result.outcomes]),
                                                  np.concatenate([o.upper for o in result.outcomes])])
         self.held_out_indices_ = np.concatenate([f.test for f in folds])
         self.timings_ = result.timings
         return self
+
+    def _fit_one_vs_rest(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds):
+        codes = np.searchsorted(classes, y)
+        result = cross_validate_one_vs_rest(
+            model.design(X_model), codes, classes.size, model.loss, folds, model.penalty_for, model.fit_intercept,
+            need=need, n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)
+        self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
+                                                                     X_model.shape[1]))
+        self._set_scores(X, y, splits, scorer, trainable, [
+            HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(
+                preprocessing, model.fitted(outcome.coef, outcome.intercept, classes[outcome.classes],
+                                            X_model.shape[1]))
+            for outcome in result.outcomes])
+        self.n_certified_, self.n_retrained_ = result.n_certified, result.n_retrained
+        bounds = np.full((sum(f.test.size for f in folds), classes.size, 2), np.nan)
+        start = 0
+        for fold, outcome in zip(folds, result.outcomes):
+            rows = slice(start, start + fold.test.size)
+            bounds[rows, outcome.classes, 0], bounds[rows, outcome.classes, 1] = outcome.lower, outcome.upper
+            start += fold.test.size
+        self.decision_bounds_ = bounds
+        self.held_out_indices_ = np.concatenate([f.test for f in folds])
+        self.timings_ = {}
+        return self
+
+    def _set_scores(self, X, y, splits, scorer, trainable, held_out):
+        """``scores_`` from each trainable split's held-out predictor (in ``trainable`` order), and
+        scikit-learn's behaviour for the others."""
+        scores = np.full(len(splits), np.nan)
+        for k, predictor in zip(trainable, held_out):
+            test = splits[k][1]
+            scores[k] = _score(scorer, predictor, X[test], y[test], self.error_score)
+        for k in sorted(set(range(len(splits))) - set(trainable)):
+            scores[k] = self._one_class_fold(X, y, splits[k])
+        self.scores_ = scores
 
     def _one_class_fold(self, X, y, split):
         """A training fold with one class: scikit-learn's estimators refuse to fit it; report

@@ -18,12 +18,23 @@ def exact_estimator(estimator, X, y):
         pre = clone(pre).fit(X)
         X = pre.transform(X)
     model = linear_model(final)
+    classes = np.unique(y)
+    if classes.size == 2:
+        coef, intercept = _exact_binary(model, X, y)
+    elif model.multiclass == "ovr":  # one problem per class against the rest
+        solutions = [_exact_binary(model, X, np.where(y == c, 1, -1)) for c in classes]
+        coef, intercept = np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions])
+    else:
+        raise ValueError(f"no exact reference for {model.multiclass} multiclass fits")
+    fitted = model.fitted(coef, intercept, classes, X.shape[1])
+    return fitted if pre is None else make_pipeline(*[s for _, s in pre.steps], fitted)
+
+
+def _exact_binary(model, X, y):
     penalty = model.penalty_for(X.shape[0])
     fit = glru.fit(model.design(X), y, loss=model.loss, lam=penalty.lam, kappa=penalty.kappa,
                    fit_intercept=model.fit_intercept, tol=1e-14)
-    coef, intercept = polish(fit.problem, fit.coef_, fit.intercept_)  # past what a gap can resolve
-    fitted = model.fitted(coef, intercept, np.unique(y), X.shape[1])
-    return fitted if pre is None else make_pipeline(*[s for _, s in pre.steps], fitted)
+    return polish(fit.problem, fit.coef_, fit.intercept_)  # past what a gap can resolve
 
 
 class ExactRefit(ClassifierMixin, BaseEstimator):
