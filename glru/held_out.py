@@ -79,12 +79,16 @@ class MulticlassOutcome:
         The fold's solution, when it was solved and the caller keeps it.
     solved : bool
         Whether any of the fold's problems was solved (a retrain).
+    winner : ndarray of int, optional
+        The certified column of each row's class (−1 where open), when sharper bounds than the
+        per-class ones decided it (e.g. bounds on pairwise differences); by default
+        :func:`certified_argmax` of ``lower``/``upper``.
     """
 
-    def __init__(self, classes, lower, upper, values, solved, coef=None, intercept=None):
+    def __init__(self, classes, lower, upper, values, solved, coef=None, intercept=None, winner=None):
         self.classes, self.lower, self.upper, self.solved = np.asarray(classes), lower, upper, solved
         self.values, self.coef, self.intercept = np.clip(values, lower, upper), coef, intercept
-        self._winner = certified_argmax(lower, upper)
+        self._winner = certified_argmax(lower, upper) if winner is None else np.asarray(winner)
 
     @property
     def decided(self):
