@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import Binarizer, Normalizer, PolynomialFeatures
 from sklearn.svm import LinearSVC
@@ -88,6 +88,21 @@ def linear_model(estimator):
         return _linear_svc(estimator)
     raise Unsupported(f"{type(estimator).__name__} is not supported (LogisticRegression, LinearSVC and "
                       "Pipelines ending in one of them are)")
+
+
+def ridge_alpha(estimator):
+    """The penalty of a supported ``Ridge`` (its exact optimum is solver-independent), or
+    :class:`Unsupported`."""
+    alpha = estimator.alpha
+    if not (isinstance(alpha, numbers.Real) and np.isfinite(alpha) and alpha > 0):
+        raise Unsupported(f"Ridge(alpha={alpha!r}): a finite positive scalar alpha is needed")
+    if estimator.positive:
+        raise Unsupported("Ridge(positive=True) is a constrained problem")
+    return float(alpha)
+
+
+def is_ridge(estimator):
+    return type(estimator) is Ridge
 
 
 def split_pipeline(estimator):

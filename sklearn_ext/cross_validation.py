@@ -13,19 +13,21 @@ import warnings
 
 import numpy as np
 from sklearn import model_selection
-from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, is_classifier
 from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import accuracy_score, check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.pipeline import Pipeline
+from sklearn.utils import RegressorTags
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, check_X_y
 
 from glru._validation import check_X
 from glru.cross_validation import Fold, cross_validate
 from glru.one_vs_rest import cross_validate_one_vs_rest
+from glru.ridge import held_out_predictions
 
-from ._adapters import Unsupported, linear_model, split_pipeline
+from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
 
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
@@ -81,11 +83,15 @@ class GLRUCrossValidator(BaseEstimator):
 
     def fit(self, X, y, groups=None):
         """Compute the cross-validation scores of ``estimator`` on (X, y)."""
-        X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64)
+        final = self.estimator[-1] if isinstance(self.estimator, Pipeline) else self.estimator
+        X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
+                         y_numeric=is_ridge(final))
         splits = list(check_cv(self.cv, y, classifier=is_classifier(self.estimator)).split(X, y, groups))
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         try:
             preprocessing, final = split_pipeline(self.estimator)
+            if is_ridge(final):
+                return self._fit_ridge(X, y, splits, scorer, preprocessing, ridge_alpha(final), final.fit_intercept)
             model = linear_model(final)
             target = type_of_target(y)
             if target not in ("binary", "multiclass"):
@@ -126,6 +132,20 @@ class GLRUCrossValidator(BaseEstimator):
                                                  np.concatenate([o.upper for o in result.outcomes])])
         self.held_out_indices_ = np.concatenate([f.test for f in folds])
         self.timings_ = result.timings
+        return self
+
+    def _fit_ridge(self, X, y, splits, scorer, preprocessing, alpha, fit_intercept):
+        """Ridge: every fold's held-out predictions in closed form (:mod:`glru.ridge`), exact."""
+        self.fallback_reason_ = None
+        X_model = X if preprocessing is None else check_X(clone(preprocessing).fit(X, y).transform(X))
+        predictions = held_out_predictions(X_model, y, splits, [alpha], fit_intercept)
+        self._set_scores(X, y, splits, scorer, range(len(splits)),
+                         [HeldOutPredictions(None, p[0], regression=True) for p in predictions])
+        self.n_certified_, self.n_retrained_ = 0, 0
+        self.decision_bounds_ = np.column_stack([np.concatenate([p[0] for p in predictions])] * 2)
+        self.held_out_indices_ = np.concatenate([test for _, test in splits])
+        self.estimator_ = clone(self.estimator).fit(X, y)
+        self.timings_ = {}
         return self
 
     def _fit_one_vs_rest(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds):
@@ -223,14 +243,15 @@ def cross_val_score(estimator, X, y=None, *, groups=None, scoring=None, cv=None,
 
 
 class HeldOutPredictions(ClassifierMixin, BaseEstimator):
-    """A stand-in classifier that returns a fold's certified held-out labels to a scorer.
+    """A stand-in estimator that returns a fold's exact held-out predictions to a scorer.
 
     Label-based scorers call only ``predict`` (or ``score``, which is accuracy on it), so
-    handing them these labels gives exactly the score of the exact refit.
+    handing them these labels gives exactly the score of the exact refit. With ``regression``,
+    ``labels`` are the predicted values and ``score`` is R², as a regressor's.
     """
 
-    def __init__(self, classes, labels):
-        self.classes, self.labels = classes, labels
+    def __init__(self, classes, labels, regression=False):
+        self.classes, self.labels, self.regression = classes, labels, regression
 
     def fit(self, X=None, y=None):  # the estimator protocol (check_is_fitted) wants one; nothing to learn
         return self
@@ -238,7 +259,18 @@ class HeldOutPredictions(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         if X.shape[0] != len(self.labels):
             raise ValueError(f"X has {X.shape[0]} rows; these predictions are for {len(self.labels)}.")
-        return np.asarray(self.classes)[self.labels]
+        return self.labels if self.regression else np.asarray(self.classes)[self.labels]
+
+    def score(self, X, y, sample_weight=None):
+        if self.regression:
+            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.regression:
+            tags.estimator_type, tags.classifier_tags, tags.regressor_tags = "regressor", None, RegressorTags()
+        return tags
 
     @property
     def classes_(self):
@@ -267,7 +299,7 @@ def _response_needed(scorer):
 def _score(scorer, estimator, X, y, error_score):
     """scorer(estimator, X, y) with scikit-learn's handling of a failing scorer."""
     check_is_fitted(estimator)
-    if isinstance(estimator, HeldOutPredictions) and _is_accuracy(scorer):
+    if isinstance(estimator, HeldOutPredictions) and not estimator.regression and _is_accuracy(scorer):
         # accuracy_score's own arithmetic, without its ~1 ms of validation per call (n calls in LOO)
         return float(np.average(estimator.predict(X) == y))
     try:
