@@ -38,7 +38,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from glru.stepwise import FeatureSearch
 
 from ._adapters import Unsupported, linear_model, split_pipeline
-from .cross_validation import FallbackWarning, HeldOutPredictions, _is_accuracy, _response_needed, _score
+from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _response_needed,
+                               _score)
 
 __all__ = ["GLRUStepwiseSelector"]
 
@@ -50,8 +51,10 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : estimator
         ``LogisticRegression`` (L2, or elastic net with ``l1_ratio < 1``) or ``LinearSVC``
-        (squared hinge, L2), binary targets. Anything else (including Pipelines with
-        preprocessing steps and multiclass targets) runs scikit-learn's
+        (squared hinge, L2). Binary targets get certified candidates per fold; multiclass
+        targets (one-vs-rest ``LinearSVC``) score every candidate by the exact
+        cross-validation of :class:`GLRUCrossValidator`. Anything else (including Pipelines
+        with preprocessing steps) runs scikit-learn's
         :class:`~sklearn.feature_selection.SequentialFeatureSelector` with a
         :class:`~sklearn_ext.FallbackWarning` that says why.
     n_features_to_select : "auto", int or float, default="auto"
@@ -135,6 +138,8 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         except Unsupported as reason:
             return self._fall_back(X, y, str(reason))
         self.fallback_reason_ = None
+        if np.unique(y).size > 2:
+            return self._select_multiclass(X, y, splits)
         return self._select(X, y, splits, scorer, model)
 
     # ---- scikit-learn's rules
@@ -158,14 +163,17 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             raise Unsupported("a Pipeline with preprocessing steps (the model's columns are not X's columns)")
         model = linear_model(split_pipeline(self.estimator)[1])
         target = type_of_target(y)
-        if target != "binary":
-            raise Unsupported(f"the target is {target} (binary targets only for now)")
+        if target not in ("binary", "multiclass"):
+            raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
+        if target == "multiclass" and model.multiclass != "ovr":
+            raise Unsupported(f"{model.multiclass} multiclass {type(model.estimator).__name__} is not supported yet")
         if any(np.unique(y[train]).size < 2 for train, _ in splits):
             raise Unsupported("a training fold holds a single class")
         return model
 
     # ---- the selection
     def _select(self, X, y, splits, scorer, model):
+        """Binary targets: candidates certified per fold (:class:`glru.stepwise.FeatureSearch`)."""
         classes = np.unique(y)
         need = _response_needed(scorer)
         design = model.design(X)
@@ -175,19 +183,59 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
                                model.fit_intercept, fixed=fixed, need=need, n_jobs=self.n_jobs,
                                verbose=max(self.verbose - 1, 0))
         judge = _Judge(scorer, need, model, classes, X, y, splits, fixed)
+        self.n_retrained_ = 0
+        last = {}
+
+        def initial_score():  # all features: the fits the first backward step starts from
+            return judge.score([o.held_out() for o in last["step"].current], lambda: np.arange(d))
+
+        def best(selected):
+            step = last["step"] = search.step(selected, self.direction)
+            position, score, record = judge.best(step, effective_n_jobs(self.n_jobs))
+            self.n_retrained_ += record.pop("n_solved")
+            return int(step.candidates[position]), score, record, lambda: search.advance(step, position)
+        return self._greedy(d, best, initial_score)
+
+    def _select_multiclass(self, X, y, splits):
+        """Multiclass targets: every candidate's mean score from the exact cross-validation of
+        :class:`GLRUCrossValidator` (certified arg-max labels, open folds solved), computed by
+        the same operations as scikit-learn's ``cross_val_score(...).mean()``."""
+        d = X.shape[1]
+        self.n_retrained_ = 0
+
+        def cv_score(columns):
+            validator = GLRUCrossValidator(self.estimator, cv=splits, scoring=self.scoring, n_jobs=self.n_jobs,
+                                           verbose=max(self.verbose - 1, 0)).fit(X[:, columns], y)
+            self.n_retrained_ += validator.n_retrained_
+            return validator.scores_.mean(), validator.n_retrained_
+
+        def best(selected):
+            backward = self.direction == "backward"
+            candidates = selected if backward else np.setdiff1d(np.arange(d), selected)
+            scores, n_trained = {}, 0
+            for feature in candidates:
+                columns = np.setdiff1d(selected, [feature]) if backward else np.union1d(selected, [feature])
+                scores[feature], retrained = cv_score(columns)
+                n_trained += retrained > 0
+            feature = max(scores, key=lambda f: scores[f])  # scikit-learn's rule: the first best
+            record = dict(n_candidates=len(candidates), n_trained=n_trained, n_certified=len(candidates) - n_trained,
+                          n_excluded=0)
+            return int(feature), float(scores[feature]), record, lambda: None
+        return self._greedy(d, best, lambda: cv_score(np.arange(d))[0])
+
+    def _greedy(self, d, best, initial_score):
+        """scikit-learn's greedy loop and stopping rules over ``best(selected)`` → (feature,
+        score, record, apply) of each step."""
         backward = self.direction == "backward"
         selected = np.arange(d) if backward else np.zeros(0, dtype=np.intp)
         auto = self.tol is not None and self.n_features_to_select == "auto"
         old_score, self.initial_score_ = -np.inf, None
-        self.history_, self.n_retrained_ = [], 0
+        self.history_ = []
         for _ in range(self._n_iterations(d)):
             started = time.perf_counter()
-            step = search.step(selected, self.direction)
+            feature, score, record, apply = best(selected)
             if auto and backward and not self.history_:
-                old_score = self.initial_score_ = judge.score([o.held_out() for o in step.current], lambda: np.arange(d))
-            position, score, record = judge.best(step, effective_n_jobs(self.n_jobs))
-            self.n_retrained_ += record.pop("n_solved")
-            feature = int(step.candidates[position])
+                old_score = self.initial_score_ = initial_score()
             record.update(feature=feature, score=score, seconds=time.perf_counter() - started)
             if auto and score - old_score < self.tol:
                 self.history_.append(dict(record, stopped=True))
@@ -195,7 +243,7 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             self.history_.append(record)
             old_score = score
             selected = np.setdiff1d(selected, [feature]) if backward else np.union1d(selected, [feature])
-            search.advance(step, position)
+            apply()
             if self.verbose:
                 print(f"[GLRUStepwiseSelector] {'removed' if backward else 'added'} feature {feature}: score "
                       f"{score:.6g}; trained {record['n_trained']} of {record['n_candidates']} candidates", flush=True)

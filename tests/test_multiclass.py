@@ -1,4 +1,5 @@
-"""Multiclass cross-validation against exact refits of every fold: one-vs-rest (LinearSVC)."""
+"""Multiclass cross-validation and stepwise selection against exact refits of every fold:
+one-vs-rest (LinearSVC)."""
 
 import warnings
 
@@ -10,11 +11,12 @@ from hypothesis import strategies as st
 from sklearn import model_selection
 from sklearn.datasets import load_digits
 from sklearn.exceptions import FitFailedWarning
+from sklearn.feature_selection import SequentialFeatureSelector
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.svm import LinearSVC
 
-from sklearn_ext import GLRUCrossValidator, cross_val_score
+from sklearn_ext import GLRUCrossValidator, GLRUStepwiseSelector, cross_val_score
 
 from ._exact import ExactRefit, exact_estimator
 
@@ -104,3 +106,18 @@ def test_property_one_vs_rest_equals_exact_refits(seed, n, d, n_classes, C, fit_
     ok = np.array([np.unique(y[train]).size >= 2 for train, _ in splits])
     expected = exact_scores(est, X, y, [s for s, keep in zip(splits, ok) if keep])
     np.testing.assert_array_equal(got[ok], expected)
+
+
+@pytest.mark.parametrize("direction", ["backward", "forward"])
+@pytest.mark.parametrize("params", [dict(n_features_to_select=3), dict(n_features_to_select="auto", tol=0.01)],
+                         ids=["count", "tol"])
+@pytest.mark.parametrize("scoring", [None, "f1_macro"])
+def test_stepwise_selection_matches_sequential_feature_selector(direction, params, scoring):
+    X, y = multiclass_problem(0, 60, 6, 3)
+    if direction == "backward" and "tol" in params:
+        params = dict(params, tol=-0.02)
+    got = GLRUStepwiseSelector(LinearSVC(C=0.5), direction=direction, scoring=scoring, cv=3, **params).fit(X, y)
+    expected = SequentialFeatureSelector(ExactRefit(LinearSVC(C=0.5)), direction=direction, scoring=scoring, cv=3,
+                                         **params).fit(X, y)
+    np.testing.assert_array_equal(got.support_, expected.support_)
+    assert got.fallback_reason_ is None and len(got.history_) >= 1
