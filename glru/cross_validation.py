@@ -90,7 +90,8 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
         Solve the folds the certificates leave open. With False, only the full fit and the
         certificates at the Newton centres are computed: every outcome's bounds are certified,
         and its ``decided`` mask says which held-out labels they settle (a bound on the score
-        without training any fold).
+        without training any fold); the result's ``resume()`` then solves the open folds from
+        there and returns the complete result (what ``solve_open=True`` returns).
     n_jobs, verbose, pre_dispatch : passed to :class:`joblib.Parallel` for the fold solves.
 
     Returns
@@ -132,8 +133,15 @@ class _Engine:
         self._say(f"certified {n_certified} of {sum(f.test.size for f in self.folds)} held-out predictions "
                   "without training")
         clock.lap("centres")
-        if not solve_open:
-            return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
+        if solve_open:
+            return self._finish(clock, coef, intercept, centres, outcomes, radii, n_certified)
+        result = CrossValidation(outcomes, coef, intercept, n_certified, dict(clock.laps))
+        result.resume = lambda: self._finish(clock, coef, intercept, list(centres), list(outcomes), radii, n_certified)
+        return result
+
+    def _finish(self, clock, coef, intercept, centres, outcomes, radii, n_certified):
+        """Iterate and solve the folds the certificates at the centres left open."""
+        clock.restart()  # when resumed later, the time in between is not this computation's
         open_folds = [k for k, o in enumerate(outcomes) if self._open(o)]
         if self.newton:  # the chord reuses the factorizations of open folds only; free the rest
             keep = set(open_folds) if self.span is None else set()
@@ -478,6 +486,9 @@ class _FoldChecker:
 class _Clock:
     def __init__(self):
         self.laps, self._last = {}, time.perf_counter()
+
+    def restart(self):
+        self._last = time.perf_counter()
 
     def lap(self, name):
         now = time.perf_counter()

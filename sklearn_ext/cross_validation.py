@@ -83,6 +83,11 @@ class GLRUCrossValidator(BaseEstimator):
 
     def fit(self, X, y, groups=None):
         """Compute the cross-validation scores of ``estimator`` on (X, y)."""
+        return self._fit(X, y, groups)
+
+    def _fit(self, X, y, groups=None, result=None):
+        """:meth:`fit`; ``result`` is the binary engine's result when already computed (by
+        :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model)."""
         final = self.estimator[-1] if isinstance(self.estimator, Pipeline) else self.estimator
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
                          y_numeric=is_ridge(final))
@@ -104,9 +109,9 @@ class GLRUCrossValidator(BaseEstimator):
         except Unsupported as reason:
             return self._fall_back(X, y, splits, str(reason))
         self.fallback_reason_ = None
-        return self._fit_exact(X, y, splits, scorer, preprocessing, model, trainable)
+        return self._fit_exact(X, y, splits, scorer, preprocessing, model, trainable, result)
 
-    def _fit_exact(self, X, y, splits, scorer, preprocessing, model, trainable):
+    def _fit_exact(self, X, y, splits, scorer, preprocessing, model, trainable, result=None):
         if preprocessing is not None:
             preprocessing = clone(preprocessing).fit(X, y)
             X_model = check_X(preprocessing.transform(X))
@@ -118,9 +123,11 @@ class GLRUCrossValidator(BaseEstimator):
         if classes.size > 2:
             return self._fit_one_vs_rest(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes,
                                          need, folds)
-        result = cross_validate(
-            model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
-            model.fit_intercept, need=need, n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)
+        if result is None:
+            result = cross_validate(
+                model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
+                model.fit_intercept, need=need, n_jobs=self.n_jobs, verbose=self.verbose,
+                pre_dispatch=self.pre_dispatch)
         self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
                                                                      X_model.shape[1]))
         self._set_scores(X, y, splits, scorer, trainable, [

@@ -330,6 +330,7 @@ class _Grid:
             self.preprocessing = clone(preprocessing).fit(X, y)
             self.X_model = check_X(self.preprocessing.transform(X))
         self.engine = dict(n_jobs=search.n_jobs, verbose=max(search.verbose - 1, 0), pre_dispatch=search.pre_dispatch)
+        self.certified = {}  # estimator id -> its certificates-only result (prune), to resume
 
     def _problem(self, model):
         return _cross_validation_problem(model, self.X_model, self.y, self.classes, self.splits, self.trainable)
@@ -340,6 +341,7 @@ class _Grid:
         divided as accuracy divides them, so the bounds hold in floating point too."""
         started = time.perf_counter()
         result = cross_validate(*self._problem(model), need="labels", solve_open=False, **self.engine)
+        self.certified[id(estimator)] = result  # evaluate() resumes from it
         lower, upper = np.full(len(self.splits), np.nan), np.full(len(self.splits), np.nan)
         for k, outcome in zip(self.trainable, result.outcomes):
             positive = self.y[self.splits[k][1]] == self.classes[1]
@@ -354,10 +356,11 @@ class _Grid:
         fitting = total = 0.0
         if test is None:
             started = time.perf_counter()
+            certified = self.certified.pop(id(estimator), None)
             validator = GLRUCrossValidator(
                 estimator, cv=self.splits, scoring=self.scoring, n_jobs=self.search.n_jobs,
                 verbose=self.engine["verbose"], pre_dispatch=self.search.pre_dispatch,
-                error_score=self.search.error_score).fit(self.X, self.y)
+                error_score=self.search.error_score)._fit(self.X, self.y, result=certified and certified.resume())
             total = time.perf_counter() - started
             fitting = min(sum(getattr(validator, "timings_", {}).values()), total)
             test = validator.scores_
