@@ -81,9 +81,10 @@ class GLRUSearchCV(GridSearchCV):
     prune : bool, default=False
         With accuracy scoring (``scoring=None`` for the supported classifiers, or
         ``"accuracy"``): skip grid points whose certified score interval shows they cannot be
-        the best. Pruned points have NaN scores in ``cv_results_`` (mean, std and split
-        scores), their certified interval in ``mean_test_score_lower`` /
-        ``mean_test_score_upper``, and all share the rank after the last evaluated point
+        the best. Every point's certified interval (from the certificates alone, before any
+        fold is trained) is in ``mean_test_score_lower`` / ``mean_test_score_upper``. Pruned
+        points have NaN scores in ``cv_results_`` (mean, std and split scores) and all share
+        the rank after the last evaluated point
         (number of evaluated points + 1). With any other scorer, a callable ``refit`` or folds
         whose training rows hold one class, nothing is pruned (a warning says why).
 
@@ -93,8 +94,8 @@ class GLRUSearchCV(GridSearchCV):
         GridSearchCV's keys. ``mean_fit_time`` and ``mean_score_time`` of a point computed
         exactly are its time per split, amortized (the folds are not trained separately), and
         their std is 0. With ``prune=True`` also ``mean_test_score_lower``,
-        ``mean_test_score_upper`` (certified bounds on the mean score, equal to it for
-        evaluated points), ``certify_time`` (seconds spent on the point's interval, included in
+        ``mean_test_score_upper`` (certified bounds on the mean score from the certificates
+        alone; they contain the exact mean of every evaluated point), ``certify_time`` (seconds spent on the point's interval, included in
         its ``mean_fit_time``) and ``pruned`` (bool).
     best_estimator_, best_score_, best_params_, best_index_, scorer_, n_splits_, refit_time_,
     multimetric_, classes_, n_features_in_, feature_names_in_ :
@@ -454,10 +455,9 @@ class _Table:
         results["rank_test_score"] = rank
         if self.train is not None:
             self._store(results, "train", self.train)
-        if prune:
-            bounded = self.bounded & ~self.evaluated
-            results["mean_test_score_lower"] = np.where(bounded, np.average(self.lower, axis=1), means)
-            results["mean_test_score_upper"] = np.where(bounded, self.upper_means(), means)
+        if prune:  # the certificates' intervals (they contain the exact means of evaluated points)
+            results["mean_test_score_lower"] = np.where(self.bounded, np.average(self.lower, axis=1), means)
+            results["mean_test_score_upper"] = np.where(self.bounded, self.upper_means(), means)
             results["certify_time"] = self.times["certify_time"]
             results["pruned"] = self.pruned.copy()
         return results
