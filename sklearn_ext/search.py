@@ -34,8 +34,10 @@ from sklearn.utils.validation import check_X_y, indexable
 from glru._validation import check_X
 from glru.cross_validation import Fold, cross_validate
 
-from ._adapters import Unsupported, linear_model, split_pipeline
-from .cross_validation import FallbackWarning, GLRUCrossValidator, _is_accuracy, _score
+from glru.ridge import held_out_predictions
+
+from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
+from .cross_validation import FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _score
 
 __all__ = ["GLRUSearchCV"]
 
@@ -155,15 +157,22 @@ class GLRUSearchCV(GridSearchCV):
             if y is None:
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
             # what every fit of the supported estimators would reject (GridSearchCV: "all fits failed")
-            X_valid, y_valid = check_X_y(X, y, accept_sparse="csr", dtype=np.float64)
+            ridge = all(isinstance(model, RidgeModel) for _, model in exact.values())
+            X_valid, y_valid = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=ridge,
+                                         y_numeric=ridge)
             target = type_of_target(y_valid)
-            if target not in ("binary", "multiclass"):
+            if ridge:
+                if self.return_train_score:
+                    reason = "training scores of Ridge folds are not computed in closed form"
+            elif target not in ("binary", "multiclass"):
                 reason = f"the target is {target} (binary and multiclass targets are)"
             elif target == "multiclass" and any(model.multiclass != "ovr" for _, model in exact.values()):
                 reason = "multinomial multiclass LogisticRegression is not supported yet"
         if reason is not None:
             return self._search_with_scikit_learn(X, y, groups, params, reason)
 
+        if ridge:
+            return self._search_ridge(X, y, X_valid, y_valid, groups, candidates, exact, reasons)
         cv = check_cv(self.cv, y_valid, classifier=is_classifier(self.estimator))
         self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
         splits = list(cv.split(X_valid, y_valid, groups))
@@ -209,6 +218,33 @@ class GLRUSearchCV(GridSearchCV):
         self.n_pruned_ = int(table.pruned.sum())
         self.multimetric_ = False
         self.scorer_ = scorer
+        self.cv_results_ = table.results(candidates, self.prune)
+        return self._choose_and_refit(X, y)
+
+    def _search_ridge(self, X, y, X_valid, y_valid, groups, candidates, exact, reasons):
+        """Ridge over ``alpha``: every grid point's held-out predictions on every split from one
+        eigendecomposition (:func:`glru.ridge.held_out_predictions`), exact."""
+        cv = check_cv(self.cv, y_valid, classifier=False)
+        self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
+        splits = list(cv.split(X_valid, y_valid, groups))
+        scorer = self.scoring if callable(self.scoring) else check_scoring(self.estimator, self.scoring)
+        table = _Table(len(candidates), len(splits), False)
+        if reasons and not self._fill_with_scikit_learn(table, candidates, reasons, X, y, splits):
+            return self._search_with_scikit_learn(X, y, groups, {}, "the scorer returns several metrics")
+        preprocessing = split_pipeline(self.estimator)[0]
+        X_model = X_valid if preprocessing is None else check_X(clone(preprocessing).fit(X_valid).transform(X_valid))
+        points = sorted(exact)
+        fit_intercept = exact[points[0]][1].fit_intercept
+        started = time.perf_counter()
+        predictions = held_out_predictions(X_model, y_valid, splits, [exact[i][1].alpha for i in points], fit_intercept)
+        fitting = (time.perf_counter() - started) / len(points)
+        for j, i in enumerate(points):
+            started = time.perf_counter()
+            scores = [_score(scorer, HeldOutPredictions(None, p[j], regression=True), X_valid[test], y_valid[test],
+                             self.error_score) for p, (_, test) in zip(predictions, splits)]
+            table.set(i, scores, None, fitting, time.perf_counter() - started)
+        self.fallback_reason_ = "; ".join(dict.fromkeys(reasons.values())) or None
+        self.n_pruned_, self.multimetric_, self.scorer_ = 0, False, scorer
         self.cv_results_ = table.results(candidates, self.prune)
         return self._choose_and_refit(X, y)
 
@@ -299,13 +335,24 @@ class GLRUSearchCV(GridSearchCV):
         return self
 
 
+class RidgeModel:
+    """A grid point's ``Ridge``: its penalty and intercept."""
+
+    def __init__(self, estimator):
+        self.alpha, self.fit_intercept = ridge_alpha(estimator), estimator.fit_intercept
+
+
 def _model(estimator, point):
-    """The :class:`LinearModel` of one grid point's estimator, or :class:`Unsupported`."""
-    model = linear_model(split_pipeline(estimator)[1])
+    """The :class:`LinearModel` (or :class:`RidgeModel`) of one grid point's estimator, or
+    :class:`Unsupported`."""
+    final = split_pipeline(estimator)[1]
+    ridge = is_ridge(final)
+    model = RidgeModel(final) if ridge else linear_model(final)
     last = estimator.steps[-1][0] + "__" if isinstance(estimator, Pipeline) else ""
-    others = sorted(name for name in point if name not in {last + p for p in REGULARIZATION})
+    allowed = ("alpha",) if ridge else REGULARIZATION
+    others = sorted(name for name in point if name not in {last + p for p in allowed})
     if others:
-        raise Unsupported(f"the grid varies {', '.join(others)} (only {' and '.join(last + p for p in REGULARIZATION)} "
+        raise Unsupported(f"the grid varies {', '.join(others)} (only {' and '.join(last + p for p in allowed)} "
                           "are computed exactly)")
     return model
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.stats import rankdata
-from sklearn.linear_model import LogisticRegression, SGDClassifier
+from sklearn.linear_model import LogisticRegression, Ridge, SGDClassifier
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, LeaveOneOut, StratifiedKFold
 from sklearn.pipeline import make_pipeline
@@ -338,3 +338,21 @@ def test_multiclass_one_vs_rest_equals_exact_grid_search():
     expected = GridSearchCV(ExactRefit(LinearSVC()), {"estimator__C": grid["C"]}, cv=3).fit(X, y)
     np.testing.assert_array_equal(got.cv_results_["mean_test_score"], expected.cv_results_["mean_test_score"])
     assert got.best_index_ == expected.best_index_ and got.fallback_reason_ is None
+
+
+@pytest.mark.parametrize("cv", [LeaveOneOut(), KFold(4, shuffle=True, random_state=0)], ids=["loo", "kfold"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_ridge_alpha_grid_equals_grid_search(cv, fit_intercept):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 6))
+    y = X @ rng.standard_normal(6) + rng.standard_normal(40) + 2.0
+    grid = {"alpha": [10.0, 1e-3, 0.1, 1.0, 100.0]}
+    got = GLRUSearchCV(Ridge(fit_intercept=fit_intercept), grid, cv=cv, scoring="neg_mean_squared_error").fit(X, y)
+    expected = GridSearchCV(Ridge(fit_intercept=fit_intercept, solver="cholesky"), grid, cv=cv,
+                            scoring="neg_mean_squared_error").fit(X, y)
+    np.testing.assert_allclose(got.cv_results_["mean_test_score"], expected.cv_results_["mean_test_score"],
+                               rtol=1e-9)
+    assert got.best_params_ == expected.best_params_ and got.fallback_reason_ is None
+    np.testing.assert_allclose(got.predict(X), expected.predict(X), rtol=1e-8)
+    with pytest.warns(FallbackWarning, match="solver"):  # a grid over another parameter: GridSearchCV for it
+        GLRUSearchCV(Ridge(), [grid, {"solver": ["svd"]}], cv=cv, scoring="neg_mean_squared_error").fit(X, y)
