@@ -57,13 +57,14 @@ class GLRUSearchCV(GridSearchCV):
     ----------
     estimator : estimator
         ``LogisticRegression`` (L2, or elastic net with ``l1_ratio < 1``), ``LinearSVC``
-        (squared hinge, L2), or a Pipeline of row-wise stateless steps ending in one of them
+        (squared hinge, L2), ``Ridge``, or a Pipeline of row-wise stateless steps ending in one of them
         (see :class:`~sklearn_ext.GLRUCrossValidator`). Anything else, multiclass targets,
         multi-metric scoring and fit parameters run scikit-learn's GridSearchCV with a
         :class:`~sklearn_ext.FallbackWarning` that says why.
     param_grid : dict or list of dicts
         As in GridSearchCV. Grids (dicts) over ``C`` and ``l1_ratio`` only (``<step>__C`` for the
-        last step of a Pipeline) are computed exactly; a dict with any other parameter, and grid
+        last step of a Pipeline), or over ``alpha`` only for a ``Ridge`` (every alpha at once, in
+        closed form: :func:`glru.ridge.held_out_predictions`), are computed exactly; a dict with any other parameter, and grid
         points with values glru cannot map (e.g. ``l1_ratio=1``), are computed by GridSearchCV
         on the same splits, with a :class:`~sklearn_ext.FallbackWarning`.
     scoring : str, callable or None, default=None
