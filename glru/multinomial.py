@@ -31,12 +31,12 @@ as feasible, the residual being absorbed in the allowance (it enters the gap onl
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import xlogy
 
 from .bounds import dual_radius, primal_radius
 from .duality import EPS, gap_allowance, sound_gap
 from .problem import as_dense, row_norms_sq
+from .solver import newton_polish
 
 __all__ = [
     "Multinomial",
@@ -520,21 +520,7 @@ _DENSE_HESSIAN_SIZE = 400
 def polish_multinomial(problem, coef, intercept=None, max_steps=20):
     """Newton steps (H s = −g by conjugate gradients on ``hessp``) from (W, b) until ‖g‖ stops
     shrinking. Returns (coef, intercept)."""
-    z = problem.pack(coef, intercept)
-    g = problem.grad(z)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(max_steps):
-            H = LinearOperator((z.size, z.size), matvec=lambda v, at=z: problem.hessp(at, v), dtype=float)
-            step, _ = cg(H, -g, rtol=1e-10, maxiter=20 * z.size)
-            if not np.all(np.isfinite(step)):
-                break
-            z_new = z + step
-            g_new = problem.grad(z_new)
-            if not np.linalg.norm(g_new) < np.linalg.norm(g):
-                break
-            z, g = z_new, g_new
-            if np.linalg.norm(step) <= 4 * EPS * (1.0 + np.linalg.norm(z)):
-                break
+    z = newton_polish(problem.pack(coef, intercept), problem.grad, problem.hessp, max_steps, cg_rtol=1e-10)
     return problem.unpack(z)
 
 

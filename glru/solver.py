@@ -330,8 +330,15 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
     """
     if problem.penalty.kappa > 0:
         return coef, intercept
-    z = problem.join(coef, intercept)
-    g = problem.grad(z)
+    z = newton_polish(problem.join(coef, intercept), problem.grad, problem.hessp, max_steps, newton_solve)
+    return problem.split(z)
+
+
+def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4):
+    """The loop of :func:`polish` on a flat parameter vector z of any smooth objective given by
+    ``grad(z)`` and ``hessp(z, v)``: Newton steps (CG to relative residual ``cg_rtol``, or
+    ``newton_solve(g, z)``) while ‖g‖ shrinks. Returns z."""
+    g = grad(z)
     # near separation the curvature underflows: CG can break down (0/0) and a step can blow up;
     # such a step is not taken (its gradient is not smaller), and the polish ends where it is
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -339,18 +346,18 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
             if newton_solve is not None:
                 step = -newton_solve(g, z)
             else:
-                hessian = LinearOperator((z.size, z.size), matvec=lambda v, at=z: problem.hessp(at, v), dtype=float)
-                step, _ = cg(hessian, -g, rtol=1e-4, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × ~1e-4 a step
+                hessian = LinearOperator((z.size, z.size), matvec=lambda v, at=z: hessp(at, v), dtype=float)
+                step, _ = cg(hessian, -g, rtol=cg_rtol, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × cg_rtol a step
             if not np.all(np.isfinite(step)):
                 break
             z_new = z + step
-            g_new = problem.grad(z_new)
+            g_new = grad(z_new)
             if not np.linalg.norm(g_new) < np.linalg.norm(g):
                 break
             z, g = z_new, g_new
             if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)):
                 break
-    return problem.split(z)
+    return z
 
 
 def dense_newton_solve(problem):
