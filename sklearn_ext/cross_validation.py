@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted, check_X_y
 
 from glru._validation import check_X
 from glru.cross_validation import Fold, cross_validate
+from glru.multinomial_cv import cross_validate_multinomial
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
 
@@ -44,7 +45,9 @@ class GLRUCrossValidator(BaseEstimator):
     estimator : estimator
         ``LogisticRegression`` (L2 or elastic net with ``l1_ratio < 1``), ``LinearSVC``
         (squared hinge, L2), or a Pipeline of row-wise stateless steps ending in one of them.
-        Anything else, and multiclass targets, fall back to scikit-learn with a
+        Multiclass targets: one-vs-rest for ``LinearSVC`` and ``solver="liblinear"``
+        (:mod:`glru.one_vs_rest`), multinomial for the other ``LogisticRegression`` solvers, L2
+        only (:mod:`glru.multinomial_cv`). Anything else falls back to scikit-learn with a
         :class:`FallbackWarning` that says why.
     cv : int, cross-validation generator or iterable, default=None
         As in :func:`sklearn.model_selection.cross_val_score` (5-fold by default; stratified
@@ -66,8 +69,11 @@ class GLRUCrossValidator(BaseEstimator):
         Held-out predictions whose label was certified from the full fit, without training.
     n_retrained_ : int
         Folds whose problem was solved.
-    decision_bounds_ : ndarray of shape (n_held_out, 2)
-        Certified interval of each held-out decision value, folds in split order.
+    decision_bounds_ : ndarray of shape (n_held_out, 2), or (n_held_out, n_classes, 2) for multiclass
+        Certified interval of each held-out decision value, folds in split order. Multiclass:
+        per class (NaN for a class missing from the fold's training rows); multinomial models
+        bound the symmetric scores (Σ_k coef_k = 0, Σ_k intercept_k = 0, scikit-learn's own
+        normalization), which a two-class fold also reports for its two classes.
     held_out_indices_ : ndarray of shape (n_held_out,)
         Row of each entry of ``decision_bounds_``.
     estimator_ : estimator
@@ -101,8 +107,8 @@ class GLRUCrossValidator(BaseEstimator):
             target = type_of_target(y)
             if target not in ("binary", "multiclass"):
                 raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
-            if target == "multiclass" and model.multiclass != "ovr":
-                raise Unsupported(f"{model.multiclass} multiclass {type(final).__name__} is not supported yet")
+            if target == "multiclass":
+                check_multiclass(model)
             trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size >= 2]
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
@@ -121,8 +127,8 @@ class GLRUCrossValidator(BaseEstimator):
         need = _response_needed(scorer)
         folds = [Fold(*splits[k]) for k in trainable]
         if classes.size > 2:
-            return self._fit_one_vs_rest(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes,
-                                         need, folds)
+            fit = self._fit_multinomial if model.multiclass == "multinomial" else self._fit_one_vs_rest
+            return fit(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds)
         if result is None:
             result = cross_validate(
                 model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
@@ -160,6 +166,23 @@ class GLRUCrossValidator(BaseEstimator):
         result = cross_validate_one_vs_rest(
             model.design(X_model), codes, classes.size, model.loss, folds, model.penalty_for, model.fit_intercept,
             need=need, n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)
+        return self._multiclass_result(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need,
+                                       folds, result)
+
+    def _fit_multinomial(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds):
+        """Multinomial LogisticRegression (:mod:`glru.multinomial_cv`): certified arg-max labels,
+        the open folds (every fold for value scorers) solved exactly."""
+        result = cross_validate_multinomial(
+            model.design(X_model), np.searchsorted(classes, y), classes.size, folds,
+            lambda n_train: model.penalty_for(n_train).lam, model.fit_intercept, need=need, n_jobs=self.n_jobs,
+            verbose=self.verbose, pre_dispatch=self.pre_dispatch)
+        self._multiclass_result(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds,
+                                result)
+        self.timings_ = result.timings
+        return self
+
+    def _multiclass_result(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds,
+                           result):
         self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
                                                                      X_model.shape[1]))
         self._set_scores(X, y, splits, scorer, trainable, [
@@ -221,6 +244,13 @@ class GLRUCrossValidator(BaseEstimator):
         self.decision_bounds_ = self.held_out_indices_ = None
         self.estimator_ = clone(self.estimator).fit(X, y) if np.unique(y).size > 1 else None
         return self
+
+
+def check_multiclass(model):
+    """Raise :class:`Unsupported` for a model whose multiclass fit glru cannot compute exactly."""
+    if model.multiclass == "multinomial" and model.l1_ratio > 0:
+        raise Unsupported(f"multinomial multiclass {type(model.estimator).__name__} with an L1 term "
+                          f"(l1_ratio={model.l1_ratio!r}) is not supported (L2 only)")
 
 
 def cross_val_score(estimator, X, y=None, *, groups=None, scoring=None, cv=None, n_jobs=None, verbose=0,

@@ -33,11 +33,14 @@ from sklearn.utils.validation import check_X_y, indexable
 
 from glru._validation import check_X
 from glru.cross_validation import Fold, cross_validate
+from glru.multinomial_cv import cross_validate_multinomial
+from glru.one_vs_rest import cross_validate_one_vs_rest
 
 from glru.ridge import held_out_predictions
 
 from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
-from .cross_validation import FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _score
+from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _score,
+                               check_multiclass)
 
 __all__ = ["GLRUSearchCV"]
 
@@ -58,7 +61,8 @@ class GLRUSearchCV(GridSearchCV):
     estimator : estimator
         ``LogisticRegression`` (L2, or elastic net with ``l1_ratio < 1``), ``LinearSVC``
         (squared hinge, L2), ``Ridge``, or a Pipeline of row-wise stateless steps ending in one of them
-        (see :class:`~sklearn_ext.GLRUCrossValidator`). Anything else, multiclass targets,
+        (see :class:`~sklearn_ext.GLRUCrossValidator`; multiclass: one-vs-rest, or multinomial
+        ``LogisticRegression`` with L2). Anything else, multinomial multiclass with an L1 term,
         multi-metric scoring and fit parameters run scikit-learn's GridSearchCV with a
         :class:`~sklearn_ext.FallbackWarning` that says why.
     param_grid : dict or list of dicts
@@ -167,8 +171,12 @@ class GLRUSearchCV(GridSearchCV):
                     reason = "training scores of Ridge folds are not computed in closed form"
             elif target not in ("binary", "multiclass"):
                 reason = f"the target is {target} (binary and multiclass targets are)"
-            elif target == "multiclass" and any(model.multiclass != "ovr" for _, model in exact.values()):
-                reason = "multinomial multiclass LogisticRegression is not supported yet"
+            elif target == "multiclass":
+                try:
+                    for _, model in exact.values():
+                        check_multiclass(model)
+                except Unsupported as why:
+                    reason = str(why)
         if reason is not None:
             return self._search_with_scikit_learn(X, y, groups, params, reason)
 
@@ -423,11 +431,24 @@ class _Grid:
     def _train_scores(self, estimator, model):
         """(scores of each fold's exact fit on its training rows, seconds solving)."""
         started = time.perf_counter()
-        result = cross_validate(*self._problem(model), need="values", **self.engine)
+        folds = [Fold(*self.splits[k]) for k in self.trainable]
+        if self.classes.size > 2:  # multiclass: each fold's exact models, on the classes it holds
+            codes = np.searchsorted(self.classes, self.y)
+            if model.multiclass == "multinomial":
+                result = cross_validate_multinomial(
+                    model.design(self.X_model), codes, self.classes.size, folds,
+                    lambda n_train: model.penalty_for(n_train).lam, model.fit_intercept, need="values", **self.engine)
+            else:
+                result = cross_validate_one_vs_rest(
+                    model.design(self.X_model), codes, self.classes.size, model.loss, folds, model.penalty_for,
+                    model.fit_intercept, need="values", **self.engine)
+        else:
+            result = cross_validate(*self._problem(model), need="values", **self.engine)
         solving = time.perf_counter() - started
         scores = np.full(len(self.splits), self.search.error_score)  # a fold with one class: its fit fails
         for k, outcome in zip(self.trainable, result.outcomes):
-            final = model.fitted(outcome.coef, outcome.intercept, self.classes, self.X_model.shape[1])
+            classes = self.classes if self.classes.size == 2 else self.classes[outcome.classes]
+            final = model.fitted(outcome.coef, outcome.intercept, classes, self.X_model.shape[1])
             if self.preprocessing is not None:
                 final = Pipeline(list(self.preprocessing.steps) + [(estimator.steps[-1][0], final)])
             train = self.splits[k][0]

@@ -39,7 +39,7 @@ from glru.stepwise import FeatureSearch
 
 from ._adapters import Unsupported, linear_model, split_pipeline
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _response_needed,
-                               _score)
+                               _score, check_multiclass)
 
 __all__ = ["GLRUStepwiseSelector"]
 
@@ -52,9 +52,9 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
     estimator : estimator
         ``LogisticRegression`` (L2, or elastic net with ``l1_ratio < 1``) or ``LinearSVC``
         (squared hinge, L2). Binary targets get certified candidates per fold; multiclass
-        targets (one-vs-rest ``LinearSVC``) score every candidate by the exact
-        cross-validation of :class:`GLRUCrossValidator`. Anything else (including Pipelines
-        with preprocessing steps) runs scikit-learn's
+        targets (one-vs-rest ``LinearSVC``, multinomial ``LogisticRegression`` with L2) score
+        every candidate by the exact cross-validation of :class:`GLRUCrossValidator`. Anything
+        else (including Pipelines with preprocessing steps) runs scikit-learn's
         :class:`~sklearn.feature_selection.SequentialFeatureSelector` with a
         :class:`~sklearn_ext.FallbackWarning` that says why.
     n_features_to_select : "auto", int or float, default="auto"
@@ -165,8 +165,8 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         target = type_of_target(y)
         if target not in ("binary", "multiclass"):
             raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
-        if target == "multiclass" and model.multiclass != "ovr":
-            raise Unsupported(f"{model.multiclass} multiclass {type(model.estimator).__name__} is not supported yet")
+        if target == "multiclass":
+            check_multiclass(model)
         if any(np.unique(y[train]).size < 2 for train, _ in splits):
             raise Unsupported("a training fold holds a single class")
         return model

@@ -184,9 +184,10 @@ def test_unsupported_estimators_fall_back_with_reason(estimator, why):
 def test_multiclass_and_fit_params_fall_back():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(45, 3)), np.repeat([0, 1, 2], 15)
+    elastic_net = LogisticRegression(l1_ratio=0.5, solver="saga", max_iter=5000, random_state=0)  # multinomial: L2 only
     with pytest.warns(FallbackWarning, match="multiclass"):
-        got = cross_val_score(LogisticRegression(), X, y, cv=3)
-    np.testing.assert_array_equal(got, model_selection.cross_val_score(LogisticRegression(), X, y, cv=3))
+        got = cross_val_score(elastic_net, X, y, cv=3)
+    np.testing.assert_array_equal(got, model_selection.cross_val_score(elastic_net, X, y, cv=3))
     with pytest.warns(FallbackWarning, match="fit parameters"):
         cross_val_score(LogisticRegression(), X[:30], y[:30], cv=3, params={"sample_weight": np.ones(30)})
 

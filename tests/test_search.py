@@ -217,9 +217,10 @@ def test_unsupported_searches_fall_back_with_reason(estimator, grid, why):
 def test_multiclass_and_multi_metric_and_fit_parameters_fall_back():
     X, y = labelled(11, 45, 4)
     y3 = np.arange(45) % 3
+    elastic_net = LogisticRegression(l1_ratio=0.5, solver="saga", max_iter=5000, random_state=0)  # multinomial: L2 only
     with pytest.warns(FallbackWarning, match="multiclass"):
-        got = GLRUSearchCV(LogisticRegression(), {"C": CS}, cv=3).fit(X, y3)
-    assert_equals_grid_search(got, GridSearchCV(LogisticRegression(), {"C": CS}, cv=3).fit(X, y3))
+        got = GLRUSearchCV(elastic_net, {"C": CS}, cv=3).fit(X, y3)
+    assert_equals_grid_search(got, GridSearchCV(elastic_net, {"C": CS}, cv=3).fit(X, y3))
     scoring = ["accuracy", "f1"]
     with pytest.warns(FallbackWarning, match="multi-metric"):
         got = GLRUSearchCV(LogisticRegression(), {"C": CS}, cv=3, scoring=scoring, refit="f1").fit(X, y)

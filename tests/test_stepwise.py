@@ -202,8 +202,9 @@ def test_unsupported_estimators_fall_back_with_reason(estimator, why):
 def test_multiclass_falls_back():
     X, _ = labelled(12, 45, 4)
     y = np.arange(45) % 3
+    elastic_net = LogisticRegression(l1_ratio=0.5, solver="saga", max_iter=5000, random_state=0)  # multinomial: L2 only
     with pytest.warns(FallbackWarning, match="multiclass"):
-        GLRUStepwiseSelector(LogisticRegression(), n_features_to_select=2, cv=3).fit(X, y)
+        GLRUStepwiseSelector(elastic_net, n_features_to_select=2, cv=3).fit(X, y)
 
 
 def test_dask_backend_distributes_the_candidate_solves():

@@ -1,0 +1,212 @@
+"""Multinomial LogisticRegression cross-validation (glru.multinomial_cv) against exact refits of
+every fold: scores, decision bounds, folds missing a class, the engine's batched certificates
+against MultinomialProblem's, stepwise selection and grid search."""
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import load_digits
+from sklearn.exceptions import FitFailedWarning
+from sklearn.feature_selection import SequentialFeatureSelector
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut, StratifiedKFold
+
+import glru.multinomial_cv as multinomial_cv
+from glru.cross_validation import Fold
+from glru.multinomial import MultinomialProblem, enforce_zero_class_sums
+from glru.multinomial_cv import cross_validate_multinomial
+from sklearn_ext import GLRUCrossValidator, GLRUSearchCV, GLRUStepwiseSelector, cross_val_score
+
+from ._exact import ExactRefit, exact_estimator
+from .test_multiclass import multiclass_problem
+
+ESTIMATORS = [LogisticRegression(C=0.5), LogisticRegression(C=3.0, fit_intercept=False)]
+CVS = {"loo": LeaveOneOut(), "kfold": StratifiedKFold(4, shuffle=True, random_state=0)}
+
+
+@functools.lru_cache(maxsize=None)
+def _exact_fits(estimator_index, cv_name, sparse):
+    """Exact refits of every split (cached: shared by the scorers)."""
+    X, y = multiclass_problem(3, 40, 5, 4, sparse=sparse)
+    estimator = ESTIMATORS[estimator_index]
+    splits = list(CVS[cv_name].split(X, y))
+    return X, y, splits, [exact_estimator(estimator, X[train], y[train]) for train, _ in splits]
+
+
+def exact_scores(estimator, X, y, splits, scoring=None, fits=None):
+    scorer = check_scoring(estimator, scoring=scoring)
+    fits = fits or [exact_estimator(estimator, X[train], y[train]) for train, _ in splits]
+    return np.array([scorer(fit, X[test], y[test]) for fit, (_, test) in zip(fits, splits)])
+
+
+@pytest.mark.parametrize("estimator_index", [0, 1], ids=["intercept", "no-intercept"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("cv_name,scoring", [("loo", "accuracy"), ("loo", "f1_macro"), ("kfold", "accuracy"),
+                                             ("kfold", "f1_macro"), ("kfold", "neg_log_loss")])
+def test_scores_equal_exact_refits(estimator_index, cv_name, sparse, scoring):
+    # (log loss of a single held-out row fails in scikit-learn: no leave-one-out with it)
+    X, y, splits, fits = _exact_fits(estimator_index, cv_name, sparse)
+    estimator = ESTIMATORS[estimator_index]
+    validator = GLRUCrossValidator(estimator, cv=CVS[cv_name], scoring=scoring).fit(X, y)
+    assert validator.fallback_reason_ is None
+    expected = exact_scores(estimator, X, y, splits, scoring, fits)
+    if scoring == "neg_log_loss":  # from the fold models, exact to rounding
+        np.testing.assert_allclose(validator.scores_, expected, rtol=1e-9)
+        assert validator.n_retrained_ == len(splits)
+    else:
+        np.testing.assert_array_equal(validator.scores_, expected)
+    assert validator.decision_bounds_.shape == (X.shape[0], 4, 2)
+
+
+def test_leave_one_out_certifies_most_folds_on_digits():
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:250] / 16.0, y[:250]
+    validator = GLRUCrossValidator(LogisticRegression(), cv=LeaveOneOut()).fit(X, y)
+    assert validator.n_certified_ >= 240 and validator.fallback_reason_ is None
+    rng = np.random.default_rng(0)
+    for i in rng.choice(250, size=12, replace=False):  # a sample of folds against exact refits
+        train = np.flatnonzero(np.arange(250) != i)
+        fit = exact_estimator(LogisticRegression(), X[train], y[train])
+        assert validator.scores_[i] == float(fit.predict(X[i:i + 1])[0] == y[i])
+
+
+@pytest.mark.parametrize("n_classes", [3, 4])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_class_missing_from_a_training_fold(n_classes, fit_intercept):
+    """Leave-one-out on a class with one row: that fold's model knows the other classes only
+    (with two left, scikit-learn's binary model), as scikit-learn's would."""
+    X, y = multiclass_problem(2, 30, 4, n_classes)
+    y[y == n_classes - 1] = 0
+    y[5] = n_classes - 1
+    estimator = LogisticRegression(C=0.8, fit_intercept=fit_intercept)
+    splits = list(LeaveOneOut().split(X, y))
+    got = cross_val_score(estimator, X, y, cv=LeaveOneOut())
+    np.testing.assert_array_equal(got, exact_scores(estimator, X, y, splits))
+    assert got[5] == 0.0
+    # the fold models (need="values"): the exact refit on the classes the fold holds
+    folds = [Fold(train, test) for train, test in splits]
+    lam_for = estimator_lam(estimator)
+    result = cross_validate_multinomial(X, y, n_classes, folds, lam_for, fit_intercept, need="values")
+    for k in (5, 0):
+        exact = exact_estimator(estimator, X[folds[k].train], y[folds[k].train])
+        outcome = result.outcomes[k]
+        np.testing.assert_array_equal(outcome.classes, exact.classes_)
+        np.testing.assert_allclose(outcome.coef, exact.coef_, atol=1e-9)
+        np.testing.assert_allclose(outcome.intercept, exact.intercept_, atol=1e-9)
+
+
+def estimator_lam(estimator):
+    return lambda n_train: 1.0 / (n_train * estimator.C)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_decision_bounds_contain_exact_scores_per_class(fit_intercept):
+    X, y = multiclass_problem(8, 36, 5, 3)
+    estimator = LogisticRegression(C=2.0, fit_intercept=fit_intercept)
+    validator = GLRUCrossValidator(estimator, cv=LeaveOneOut()).fit(X, y)
+    bounds = validator.decision_bounds_
+    assert bounds.shape == (36, 3, 2) and np.all(bounds[:, :, 0] <= bounds[:, :, 1])
+    for row, i in enumerate(validator.held_out_indices_):
+        train = np.flatnonzero(np.arange(36) != i)
+        values = exact_estimator(estimator, X[train], y[train]).decision_function(X[i:i + 1])[0]
+        assert np.all(bounds[row, :, 0] - 1e-9 <= values) and np.all(values <= bounds[row, :, 1] + 1e-9)
+    assert np.median(bounds[:, :, 1] - bounds[:, :, 0]) < 1.0  # informative, not just sound
+
+
+def test_fold_models_equal_exact_refits():
+    """need="values": every fold iterated (chord steps) or solved to rounding level."""
+    X, y = multiclass_problem(4, 32, 4, 3)
+    folds = [Fold(np.flatnonzero(np.arange(32) != i), [i]) for i in range(32)]
+    result = cross_validate_multinomial(X, y, 3, folds, lambda m: 1.0 / (m * 1.5), True, need="values")
+    assert result.n_retrained == 32
+    for fold, outcome in zip(folds, result.outcomes):
+        exact = exact_estimator(LogisticRegression(C=1.5), X[fold.train], y[fold.train])
+        np.testing.assert_allclose(outcome.coef, exact.coef_, atol=1e-10)
+        np.testing.assert_allclose(outcome.intercept, exact.intercept_, atol=1e-10)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_batched_gaps_equal_multinomial_problem(fit_intercept, sparse):
+    """The engine's gaps, computed for many folds at once from the full X, are
+    MultinomialProblem.duality_gap's on each fold's own rows."""
+    X, y = multiclass_problem(6, 30, 4, 3, sparse=sparse)
+    folds = [Fold(np.setdiff1d(np.arange(30), left), left) for left in ([0], [1], [2, 7, 11])]
+    engine = multinomial_cv._Engine(X, y, 3, folds, lambda m: 0.7 / m, fit_intercept, "labels",
+                                    dict(n_jobs=None, verbose=0, pre_dispatch="2*n_jobs"))
+    engine.run()
+    rng = np.random.default_rng(1)
+    Z = engine._centred(engine.z0 + 0.05 * rng.normal(size=(3, engine.p)))
+    n_T = np.array([f.train.size for f in folds])
+    state = multinomial_cv._BlockState(engine, [0, 1, 2], n_T, 0.7 / n_T)
+    ev = state.evaluate(np.arange(3), Z)
+    for j, fold in enumerate(folds):
+        problem = MultinomialProblem(X[fold.train], y[fold.train], 3, 0.7 / fold.train.size, fit_intercept)
+        W, b = engine._unpack(Z[j])
+        reference = problem.duality_gap(W - W.mean(axis=0), b)
+        assert abs(ev.gap[j] - reference.gap) <= 1e-9 * reference.gap
+        if fit_intercept:  # the same feasible dual point
+            alpha = ev.A[j][:, fold.train].T
+            np.testing.assert_allclose(alpha, enforce_zero_class_sums(
+                problem.dual_point(problem.scores(W - W.mean(axis=0), b)), problem.y), atol=1e-14)
+
+
+def test_conjugate_gradient_fold_steps(monkeypatch):
+    """Without a dense Hessian (large K·d), the fold steps use conjugate gradients: same scores."""
+    X, y = multiclass_problem(9, 30, 4, 3)
+    monkeypatch.setattr(multinomial_cv, "NEWTON_MAX_DIM", 5)
+    got = cross_val_score(LogisticRegression(C=0.4), X, y, cv=LeaveOneOut())
+    np.testing.assert_array_equal(got, exact_scores(LogisticRegression(C=0.4), X, y, list(LeaveOneOut().split(X, y))))
+
+
+def test_elastic_net_multinomial_falls_back():
+    from sklearn_ext import FallbackWarning
+    X, y = multiclass_problem(10, 30, 3, 3)
+    estimator = LogisticRegression(l1_ratio=0.5, solver="saga", max_iter=5000)
+    with pytest.warns(FallbackWarning, match="L1 term"):
+        GLRUCrossValidator(estimator, cv=3).fit(X, y)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(9, 26), d=st.integers(1, 8), n_classes=st.integers(3, 5),
+       log10_C=st.floats(-2.0, 2.0), fit_intercept=st.booleans(), sparse=st.booleans(), loo=st.booleans())
+def test_property_multinomial_equals_exact_refits(seed, n, d, n_classes, log10_C, fit_intercept, sparse, loo):
+    X, y = multiclass_problem(seed, n, d, n_classes, sparse=sparse)
+    estimator = LogisticRegression(C=10.0 ** log10_C, fit_intercept=fit_intercept)
+    cv = LeaveOneOut() if loo else KFold(4, shuffle=True, random_state=seed)
+    splits = list(cv.split(X, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)
+        got = GLRUCrossValidator(estimator, cv=cv).fit(X, y).scores_
+    ok = np.array([np.unique(y[train]).size >= 2 for train, _ in splits])
+    expected = exact_scores(estimator, X, y, [s for s, keep in zip(splits, ok) if keep])
+    np.testing.assert_array_equal(got[ok], expected)
+
+
+@pytest.mark.parametrize("direction", ["backward", "forward"])
+def test_stepwise_matches_sequential_feature_selector(direction):
+    X, y = multiclass_problem(0, 48, 5, 3)
+    got = GLRUStepwiseSelector(LogisticRegression(C=0.5), direction=direction, n_features_to_select=2,
+                               cv=3).fit(X, y)
+    expected = SequentialFeatureSelector(ExactRefit(LogisticRegression(C=0.5)), direction=direction,
+                                         n_features_to_select=2, cv=3).fit(X, y)
+    np.testing.assert_array_equal(got.support_, expected.support_)
+    assert got.fallback_reason_ is None
+
+
+def test_grid_search_equals_exact_grid_search():
+    X, y = multiclass_problem(21, 45, 4, 3)
+    grid = {"C": [0.01, 0.1, 1.0, 10.0]}
+    got = GLRUSearchCV(LogisticRegression(), grid, cv=3, return_train_score=True).fit(X, y)
+    expected = GridSearchCV(ExactRefit(LogisticRegression()), {"estimator__C": grid["C"]}, cv=3,
+                            return_train_score=True).fit(X, y)
+    np.testing.assert_array_equal(got.cv_results_["mean_test_score"], expected.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(got.cv_results_["mean_train_score"], expected.cv_results_["mean_train_score"])
+    assert got.best_index_ == expected.best_index_ and got.fallback_reason_ is None
+    assert isinstance(sp.csr_matrix(X), sp.csr_matrix)
