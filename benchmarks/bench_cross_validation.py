@@ -14,10 +14,7 @@ was not at the optimum (glru's scores are those of exact refits, see tests/).
 
 import argparse
 import platform
-import time
 import tracemalloc
-import warnings
-from pathlib import Path
 
 import numpy as np
 import sklearn
@@ -27,20 +24,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.model_selection import cross_val_score as sklearn_cross_val_score
 
+import _common
+from _common import DATA
 from glru.datasets import load_arcene
 from sklearn_ext import GLRUCrossValidator
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 
 def timed(function, memory=False):
+    """(result, seconds, peak bytes traced or None)."""
     if memory:
         tracemalloc.start()
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = function()
-    elapsed = time.perf_counter() - start
+    result, elapsed = _common.timed(function)
     peak = None
     if memory:
         peak = tracemalloc.get_traced_memory()[1]

@@ -19,7 +19,6 @@ needs. Times are wall clock in this one process (2 cores; BLAS threads at their 
 import argparse
 import copy
 import platform
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +27,14 @@ from sklearn.datasets import load_svmlight_file
 
 from glru.recollection import clipped_sgd
 from sklearn_ext.recollection import RecollectionSGDClassifier
+from _common import DATA, timed
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "w8a.gz"
+W8A = DATA / "w8a.gz"
 
 
 def parse():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, default=W8A)
     parser.add_argument("--n", type=int, default=None, help="random subsample of rows (default: all)")
     parser.add_argument("--forget", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=2)
@@ -53,12 +53,6 @@ def load(path, n, seed):
         rows = np.sort(np.random.default_rng(seed).choice(X.shape[0], n, replace=False))
         X, y = X[rows], y[rows]
     return X.tocsr(), y
-
-
-def timed(function, *args, **kwargs):
-    start = time.perf_counter()
-    result = function(*args, **kwargs)
-    return result, time.perf_counter() - start
 
 
 def parameters(model):

@@ -16,9 +16,6 @@ is scaled by 200 / sample (its scores are then not compared).
 
 import argparse
 import platform
-import time
-import warnings
-from pathlib import Path
 
 import numpy as np
 import sklearn
@@ -27,16 +24,7 @@ from sklearn.model_selection import GridSearchCV, LeaveOneOut
 
 from glru.datasets import load_arcene
 from sklearn_ext import GLRUSearchCV
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def timed(function):
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = function()
-    return result, time.perf_counter() - start
+from _common import DATA, timed
 
 
 def main(argv=None):

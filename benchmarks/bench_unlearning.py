@@ -30,9 +30,6 @@ import argparse
 import copy
 import os
 import platform
-import time
-import warnings
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,17 +39,9 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from sklearn_ext.unlearning import GLRUUnlearner, forget
+from _common import DATA, timed
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 METHODS = ("newton", "influence", "pru", "ngd")
-
-
-def timed(function):
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = function()
-    return result, time.perf_counter() - start
 
 
 def load_w8a():

@@ -12,6 +12,7 @@ from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.extmath import row_norms
 
 from .duality import EPS, enforce_zero_sum, gap_allowance, sound_gap
 
@@ -186,12 +187,11 @@ def as_dense(X):
 
 
 def row_norms_sq(X):
-    """‖x_i‖² for every row (dense or sparse), a block of rows at a time (no copy of X)."""
+    """‖x_i‖² for every row (dense or sparse), without copying a CSR X (scikit-learn's
+    ``row_norms``: one compiled pass over the stored values)."""
     if not sp.issparse(X):
         return np.einsum("ij,ij->i", X, X)
-    blocks = (X[rows] for rows in row_slices(X))
-    return np.concatenate([np.asarray(block.multiply(block).sum(axis=1)).ravel() for block in blocks]
-                          or [np.zeros(0)])
+    return row_norms(X if X.format == "csr" else X.tocsr(), squared=True)
 
 
 def col_norms_sq(X):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.stats import rankdata
+from sklearn.datasets import load_digits, load_svmlight_file
 from sklearn.linear_model import LogisticRegression, Ridge, SGDClassifier
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, LeaveOneOut, StratifiedKFold
@@ -357,3 +358,25 @@ def test_ridge_alpha_grid_equals_grid_search(cv, fit_intercept):
     np.testing.assert_allclose(got.predict(X), expected.predict(X), rtol=1e-8)
     with pytest.warns(FallbackWarning, match="solver"):  # a grid over another parameter: GridSearchCV for it
         GLRUSearchCV(Ridge(), [grid, {"solver": ["svd"]}], cv=cv, scoring="neg_mean_squared_error").fit(X, y)
+
+
+def test_multiclass_leave_one_out_on_digits_equals_exact_grid_search():
+    """Real data, multinomial LogisticRegression (scikit-learn's default), leave-one-out."""
+    X, y = load_digits(n_class=4, return_X_y=True)
+    rows = np.random.default_rng(0).choice(X.shape[0], size=36, replace=False)
+    X, y = X[rows] / 16.0, y[rows]
+    grid = {"C": [0.3, 0.01]}
+    got = only_glru(GLRUSearchCV(LogisticRegression(), grid, cv=LeaveOneOut()), X, y)
+    assert_same_results(got, exact_search(LogisticRegression(), grid, X, y, cv=LeaveOneOut()), X.shape[0])
+
+
+@pytest.mark.parametrize("estimator", [LogisticRegression(), LinearSVC()], ids=repr)
+def test_real_data_equals_exact_grid_search(shared_data, estimator):
+    """mushrooms (shared LIBSVM data, sparse): leave-one-out and 5-fold on a random subset."""
+    X, y = load_svmlight_file(str(shared_data / "mushrooms.gz"))
+    rows = np.sort(np.random.default_rng(0).choice(X.shape[0], size=60, replace=False))
+    X, y = X[rows], y[rows]
+    grid = {"C": [1.0, 0.01, 0.1]}
+    for cv in (LeaveOneOut(), StratifiedKFold(5, shuffle=True, random_state=0)):
+        got = only_glru(GLRUSearchCV(estimator, grid, cv=cv), X, y)
+        assert_same_results(got, exact_search(estimator, grid, X, y, cv=cv), cv.get_n_splits(X, y))
