@@ -5,7 +5,8 @@ Every grid point's cross-validation scores are those of every fold fitted to its
 computed by :class:`~sklearn_ext.GLRUCrossValidator` (certified held-out labels; most folds are
 never trained). Grid points are evaluated from strong to weak regularization (small to large
 ``C``) and reported in :class:`~sklearn.model_selection.ParameterGrid` order, as GridSearchCV
-reports them.
+reports them. Along that path each binary full-data fit starts from the previous one's optimum
+(``cross_validate(..., init=...)``); the starts change only the time, never a score.
 
 With ``prune=True`` and accuracy scoring, each grid point first gets a certified interval on its
 mean score from one full fit and one Newton step per fold, without training any fold
@@ -39,8 +40,8 @@ from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
 
 from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
-from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _score,
-                               check_multiclass)
+from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy,
+                               _response_needed, _score, check_multiclass)
 
 __all__ = ["GLRUSearchCV"]
 
@@ -388,16 +389,26 @@ class _Grid:
             self.X_model = check_X(self.preprocessing.transform(X))
         self.engine = dict(n_jobs=search.n_jobs, verbose=max(search.verbose - 1, 0), pre_dispatch=search.pre_dispatch)
         self.certified = {}  # estimator id -> its certificates-only result (prune), to resume
+        # the last binary full-data optimum computed: where the next full fit starts (grid points
+        # are visited from strong to weak regularization, so it is usually the neighbour's)
+        self.latest = None
 
     def _problem(self, model):
         return _cross_validation_problem(model, self.X_model, self.y, self.classes, self.splits, self.trainable)
+
+    def _cross_validate(self, model, **options):
+        """:func:`glru.cross_validation.cross_validate` of one grid point (binary), started from
+        the latest full-data optimum; its own becomes the next start."""
+        result = cross_validate(*self._problem(model), init=self.latest, **options, **self.engine)
+        self.latest = (result.coef, result.intercept)
+        return result
 
     def accuracy_bounds(self, estimator, model):
         """(per-fold lower, per-fold upper, seconds): certified bounds on each fold's accuracy
         from the certificates at the folds' Newton centres (no fold trained). The counts are
         divided as accuracy divides them, so the bounds hold in floating point too."""
         started = time.perf_counter()
-        result = cross_validate(*self._problem(model), need="labels", solve_open=False, **self.engine)
+        result = self._cross_validate(model, need="labels", solve_open=False)
         self.certified[id(estimator)] = result  # evaluate() resumes from it
         lower, upper = np.full(len(self.splits), np.nan), np.full(len(self.splits), np.nan)
         for k, outcome in zip(self.trainable, result.outcomes):
@@ -414,10 +425,17 @@ class _Grid:
         if test is None:
             started = time.perf_counter()
             certified = self.certified.pop(id(estimator), None)
+            if certified is not None:
+                result = certified.resume()
+                self.latest = (result.coef, result.intercept)  # the start of this point's training scores
+            elif self.classes.size == 2:  # what the validator would compute, cold
+                result = self._cross_validate(model, need=_response_needed(check_scoring(estimator, self.scoring)))
+            else:
+                result = None
             validator = GLRUCrossValidator(
                 estimator, cv=self.splits, scoring=self.scoring, n_jobs=self.search.n_jobs,
                 verbose=self.engine["verbose"], pre_dispatch=self.search.pre_dispatch,
-                error_score=self.search.error_score)._fit(self.X, self.y, result=certified and certified.resume())
+                error_score=self.search.error_score)._fit(self.X, self.y, result=result)
             total = time.perf_counter() - started
             fitting = min(sum(getattr(validator, "timings_", {}).values()), total)
             test = validator.scores_
@@ -443,7 +461,7 @@ class _Grid:
                     model.design(self.X_model), codes, self.classes.size, model.loss, folds, model.penalty_for,
                     model.fit_intercept, need="values", **self.engine)
         else:
-            result = cross_validate(*self._problem(model), need="values", **self.engine)
+            result = self._cross_validate(model, need="values")
         solving = time.perf_counter() - started
         scores = np.full(len(self.splits), self.search.error_score)  # a fold with one class: its fit fails
         for k, outcome in zip(self.trainable, result.outcomes):

@@ -15,6 +15,7 @@ from sklearn.preprocessing import Normalizer, StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
+import glru.cross_validation as cross_validation_module
 from sklearn_ext import FallbackWarning, GLRUSearchCV
 from sklearn_ext import search as search_module
 
@@ -123,6 +124,103 @@ def test_train_scores():
     got = only_glru(GLRUSearchCV(LogisticRegression(), {"C": CS}, cv=cv, return_train_score=True), X, y)
     expected = exact_search(LogisticRegression(), {"C": CS}, X, y, cv=cv, return_train_score=True)
     assert_same_results(got, expected, 3, train=True)
+
+
+# ---- the regularization path: warm starts
+def recording_cross_validate(monkeypatch, warm=True):
+    """Replace the search's ``cross_validate`` by one that records (λ of one row, i.e. ∝ 1/C;
+    init; result) of every call; with ``warm=False`` every call is cold (its init dropped)."""
+    calls, cross_validate = [], search_module.cross_validate
+
+    def recorded(*args, init=None, **kwargs):
+        init = init if warm else None
+        result = cross_validate(*args, init=init, **kwargs)
+        calls.append((args[4](1).lam, init, result))  # args[4]: penalty_for(n_train)
+        return result
+    monkeypatch.setattr(search_module, "cross_validate", recorded)
+    return calls
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+@pytest.mark.parametrize("prune", [False, True], ids=["plain", "prune"])
+def test_each_full_fit_starts_from_the_previous_grid_point(estimator, prune, monkeypatch):
+    """Grid points are fitted from strong to weak regularization, each full fit started from the
+    previous optimum; the scores are GridSearchCV's with exact fits, and those of cold starts."""
+    X, y = labelled(12, 30, 5)
+    cv = KFold(5, shuffle=True, random_state=7)
+    calls = recording_cross_validate(monkeypatch)
+    got = only_glru(GLRUSearchCV(estimator, {"C": CS}, cv=cv, prune=prune), X, y)
+    lams = [lam for lam, _, _ in calls]
+    assert len(calls) == len(CS) and lams == sorted(lams, reverse=True)
+    assert calls[0][1] is None
+    for (_, _, previous), (_, init, _) in zip(calls, calls[1:]):
+        assert init[0] is previous.coef and init[1] == previous.intercept
+    expected = exact_search(estimator, {"C": CS}, X, y, cv=cv)
+    if prune:  # pruned points have no scores; the best is GridSearchCV's
+        assert (got.best_index_, got.best_score_) == (expected.best_index_, expected.best_score_)
+    else:
+        assert_same_results(got, expected, 5)
+    monkeypatch.undo()
+    recording_cross_validate(monkeypatch, warm=False)
+    cold = only_glru(GLRUSearchCV(estimator, {"C": CS}, cv=cv, prune=prune), X, y)
+    assert (got.best_index_, got.best_score_) == (cold.best_index_, cold.best_score_)
+    for k in range(5):  # where both evaluated it (what is pruned depends on certificates, not scores)
+        warm_scores, cold_scores = got.cv_results_[f"split{k}_test_score"], cold.cv_results_[f"split{k}_test_score"]
+        both = ~np.isnan(warm_scores) & ~np.isnan(cold_scores)
+        assert both.all() or prune
+        np.testing.assert_array_equal(warm_scores[both], cold_scores[both])
+
+
+def test_training_scores_start_from_the_point_s_own_full_fit(monkeypatch):
+    """With training scores every grid point is cross-validated twice (labels, then values): the
+    second run starts from the first one's optimum, the same problem's."""
+    X, y = labelled(13, 30, 5)
+    cv = KFold(3, shuffle=True, random_state=8)
+    calls = recording_cross_validate(monkeypatch)
+    got = only_glru(GLRUSearchCV(LogisticRegression(), {"C": CS}, cv=cv, return_train_score=True), X, y)
+    assert len(calls) == 2 * len(CS)
+    for (lam, _, first), (same, init, _) in zip(calls[::2], calls[1::2]):
+        assert same == lam and init[0] is first.coef
+    assert_same_results(got, exact_search(LogisticRegression(), {"C": CS}, X, y, cv=cv, return_train_score=True),
+                        3, train=True)
+
+
+@pytest.mark.parametrize("shape", [(40, 6), (20, 35)], ids=["n>d", "n<d (row-space coordinates)"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("need", ["labels", "values"])
+def test_a_start_point_changes_the_time_not_the_result(shape, fit_intercept, need, monkeypatch):
+    """cross_validate(init=...): started at the optimum, the full fit's rough solve takes no
+    iteration (so the start reaches it, mapped into row-space coordinates when n < d), started
+    at a neighbouring C's optimum fewer than cold; the held-out labels and values are the same."""
+    X, y = labelled(14, *shape)
+    splits = list(KFold(4, shuffle=True, random_state=9).split(X))
+
+    def problem(C):
+        model = search_module.linear_model(LogisticRegression(C=C, fit_intercept=fit_intercept))
+        return search_module._cross_validation_problem(model, X, y, np.array([0, 1]), splits, range(len(splits)))
+    iterations, solve = [], cross_validation_module.solve
+
+    def counted(*args, **kwargs):
+        result = solve(*args, **kwargs)
+        iterations.append(result.n_iter)
+        return result
+    monkeypatch.setattr(cross_validation_module, "solve", counted)
+
+    def run(init):
+        """The result from ``init`` at C = 0.5, and the iterations of its full fit's first solve."""
+        iterations.clear()
+        result = cross_validation_module.cross_validate(*problem(0.5), need=need, init=init)
+        return result, iterations[0]
+    cold, cold_iterations = run(None)
+    neighbour = cross_validation_module.cross_validate(*problem(0.25), solve_open=False)
+    at_optimum, optimum_iterations = run((cold.coef, cold.intercept))
+    from_neighbour, neighbour_iterations = run((neighbour.coef, neighbour.intercept))
+    assert optimum_iterations == 0 and neighbour_iterations < cold_iterations
+    for warm in (at_optimum, from_neighbour):
+        for got, expected in zip(warm.outcomes, cold.outcomes):
+            np.testing.assert_array_equal(got.labels, expected.labels)
+            if need == "values":
+                np.testing.assert_allclose(got.values, expected.values, rtol=1e-8, atol=1e-10)
 
 
 # ---- pruning
