@@ -74,8 +74,9 @@ def cross_validate_one_vs_rest(X, codes, n_classes, loss, folds, penalty_for, fi
         solved = [{} for _ in folds]
         for c in range(n_classes):
             mine = [k for k in open_folds if c in present[k]]
+            # the class's full fit is known from the first pass: only its open folds cost anything
             result = cross_validate(X, _one_against_rest(codes, c), loss, [folds[k] for k in mine], penalty_for,
-                                    fit_intercept, need="values", **options)
+                                    fit_intercept, need="values", init=(coef[c], intercept[c]), **options)
             for k, outcome in zip(mine, result.outcomes):
                 solved[k][c] = outcome
         for k in open_folds:

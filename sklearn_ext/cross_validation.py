@@ -127,8 +127,8 @@ class GLRUCrossValidator(BaseEstimator):
         need = _response_needed(scorer)
         folds = [Fold(*splits[k]) for k in trainable]
         if classes.size > 2:
-            fit = self._fit_multinomial if model.multiclass == "multinomial" else self._fit_one_vs_rest
-            return fit(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds)
+            return self._fit_multiclass(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need,
+                                        folds)
         if result is None:
             result = cross_validate(
                 model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
@@ -161,28 +161,11 @@ class GLRUCrossValidator(BaseEstimator):
         self.timings_ = {}
         return self
 
-    def _fit_one_vs_rest(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds):
-        codes = np.searchsorted(classes, y)
-        result = cross_validate_one_vs_rest(
-            model.design(X_model), codes, classes.size, model.loss, folds, model.penalty_for, model.fit_intercept,
-            need=need, n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)
-        return self._multiclass_result(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need,
-                                       folds, result)
-
-    def _fit_multinomial(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds):
-        """Multinomial LogisticRegression (:mod:`glru.multinomial_cv`): certified arg-max labels,
+    def _fit_multiclass(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds):
+        """One-vs-rest or multinomial, as ``model`` fits ≥ 3 classes: certified arg-max labels,
         the open folds (every fold for value scorers) solved exactly."""
-        result = cross_validate_multinomial(
-            model.design(X_model), np.searchsorted(classes, y), classes.size, folds,
-            lambda n_train: model.penalty_for(n_train).lam, model.fit_intercept, need=need, n_jobs=self.n_jobs,
-            verbose=self.verbose, pre_dispatch=self.pre_dispatch)
-        self._multiclass_result(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds,
-                                result)
-        self.timings_ = result.timings
-        return self
-
-    def _multiclass_result(self, X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need, folds,
-                           result):
+        result = cross_validate_multiclass(model, X_model, y, classes, folds, need, n_jobs=self.n_jobs,
+                                           verbose=self.verbose, pre_dispatch=self.pre_dispatch)
         self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
                                                                      X_model.shape[1]))
         self._set_scores(X, y, splits, scorer, trainable, [
@@ -199,7 +182,7 @@ class GLRUCrossValidator(BaseEstimator):
             start += fold.test.size
         self.decision_bounds_ = bounds
         self.held_out_indices_ = np.concatenate([f.test for f in folds])
-        self.timings_ = {}
+        self.timings_ = getattr(result, "timings", {})  # the multinomial engine times its stages
         return self
 
     def _set_scores(self, X, y, splits, scorer, trainable, held_out):
@@ -244,6 +227,19 @@ class GLRUCrossValidator(BaseEstimator):
         self.decision_bounds_ = self.held_out_indices_ = None
         self.estimator_ = clone(self.estimator).fit(X, y) if np.unique(y).size > 1 else None
         return self
+
+
+def cross_validate_multiclass(model, X_model, y, classes, folds, need, **parallel):
+    """Exact cross-validation of a target with ≥ 3 ``classes``, fitted as ``model`` fits it:
+    one multinomial model (:mod:`glru.multinomial_cv`) or one-vs-rest (:mod:`glru.one_vs_rest`).
+    ``parallel``: ``n_jobs``, ``verbose``, ``pre_dispatch``."""
+    codes = np.searchsorted(classes, y)
+    if model.multiclass == "multinomial":
+        return cross_validate_multinomial(model.design(X_model), codes, classes.size, folds,
+                                          lambda n_train: model.penalty_for(n_train).lam, model.fit_intercept,
+                                          need=need, **parallel)
+    return cross_validate_one_vs_rest(model.design(X_model), codes, classes.size, model.loss, folds,
+                                      model.penalty_for, model.fit_intercept, need=need, **parallel)
 
 
 def check_multiclass(model):

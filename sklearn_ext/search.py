@@ -34,14 +34,11 @@ from sklearn.utils.validation import check_X_y, indexable
 
 from glru._validation import check_X
 from glru.cross_validation import Fold, cross_validate
-from glru.multinomial_cv import cross_validate_multinomial
-from glru.one_vs_rest import cross_validate_one_vs_rest
-
 from glru.ridge import held_out_predictions
 
 from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy,
-                               _response_needed, _score, check_multiclass)
+                               _response_needed, _score, check_multiclass, cross_validate_multiclass)
 
 __all__ = ["GLRUSearchCV"]
 
@@ -451,15 +448,8 @@ class _Grid:
         started = time.perf_counter()
         folds = [Fold(*self.splits[k]) for k in self.trainable]
         if self.classes.size > 2:  # multiclass: each fold's exact models, on the classes it holds
-            codes = np.searchsorted(self.classes, self.y)
-            if model.multiclass == "multinomial":
-                result = cross_validate_multinomial(
-                    model.design(self.X_model), codes, self.classes.size, folds,
-                    lambda n_train: model.penalty_for(n_train).lam, model.fit_intercept, need="values", **self.engine)
-            else:
-                result = cross_validate_one_vs_rest(
-                    model.design(self.X_model), codes, self.classes.size, model.loss, folds, model.penalty_for,
-                    model.fit_intercept, need="values", **self.engine)
+            result = cross_validate_multiclass(model, self.X_model, self.y, self.classes, folds, "values",
+                                               **self.engine)
         else:
             result = self._cross_validate(model, need="values")
         solving = time.perf_counter() - started
