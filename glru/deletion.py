@@ -84,7 +84,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from .bounds import primal_radius
-from .certificate import Certificate, certificate_at
+from .certificate import Certificate, certificate_at, margin_error
 from .duality import EPS, enforce_zero_sum, gap_allowance, sound_gap
 from .losses import Logistic, Squared, get_loss
 from .multinomial import (
@@ -170,8 +170,8 @@ def _with_radius(certificate, radius):
 class _Block:
     """The removed rows of one request (see :meth:`RowDeletion._removed_block`)."""
 
-    def __init__(self, key, rows, counts):
-        self.key, self.rows, self.counts = key, rows, counts
+    def __init__(self, key, rows):
+        self.key, self.rows = key, rows
 
 
 class _MarginRounding:
@@ -194,7 +194,7 @@ class _MarginRounding:
         return (self.w_norm * (v @ self.deletion.row_norms) + self.b * v.sum()) * (1 + 2 * (v.size + 2) * EPS)
 
     def errors(self):
-        e = self.gamma * self.abs_margins()
+        e = margin_error(self.abs_margins(), self.deletion.d)
         e[self.removed] = 0.0
         return e
 
@@ -247,9 +247,13 @@ class RowDeletion:
         if not np.isfinite(self.loss.smoothness):
             raise ValueError(f"loss {self.loss!r} has no Lipschitz derivative: not supported.")
         self.z0 = self._join(np.asarray(coef, dtype=float), float(intercept) if self.fit_intercept else 0.0)
-        values = X.data if sp.issparse(X) else X
-        self.abs_X = X if values.size == 0 or values.min() >= 0 else abs(X)
-        self._solvers, self._block, self._feature_counts = {}, None, None
+        self._solvers, self._block = {}, None
+
+    @cached_property
+    def abs_X(self):
+        """|X|: X itself when no entry is negative, else a copy (as :attr:`glru.problem.Problem.abs_X`)."""
+        values = self.X.data if sp.issparse(self.X) else self.X
+        return self.X if values.size == 0 or values.min() >= 0 else abs(self.X)
 
     @cached_property
     def centres(self):
@@ -259,9 +263,10 @@ class RowDeletion:
     def prepare(self):
         """Build now what requests use (otherwise built on first use): the Hessian's factor, the
         per-feature entry counts, Xᵀ, the row norms and the bound on ‖|X|‖₂. Returns self."""
-        self.centres._full_factor()
-        self._feature_counts = np.bincount(self.X.indices, minlength=self.d) if sp.issparse(self.X) \
-            else np.count_nonzero(self.X, axis=0)
+        c = self.centres
+        c._full_factor()
+        if c._counts is None:  # what NewtonCentres.fold_solver builds on first use
+            c._counts = c._column_counts(None)
         for name in ("XT", "row_norms", "row_norm_squares_sum", "abs_norm_bound", "_neg_y"):
             getattr(self, name)
         return self
@@ -297,58 +302,26 @@ class RowDeletion:
         return c.loss_gradient - self._removed_block(removed).rows.T @ c.slopes[removed] + self.a * c.mask * c.z
 
     def _removed_block(self, removed):
-        """The removed rows X̃_R (dense, with the intercept's column of ones) and, per feature, the
-        number of stored entries they hold; kept for the latest removal set."""
+        """The removed rows X̃_R (dense, with the intercept's column of ones); kept for the latest
+        removal set."""
         key = np.sort(removed).tobytes()
         if self._block is None or self._block.key != key:
-            block = self.X[removed]
-            counts = np.bincount(block.indices, minlength=self.d) if sp.issparse(block) \
-                else np.count_nonzero(block, axis=0)
-            rows = as_dense(block)
-            if self.fit_intercept:
-                rows = np.hstack([rows, np.ones((removed.size, 1))])
-            self._block = _Block(key, rows, counts)
+            self._block = _Block(key, self.centres._rows(removed))
         return self._block
 
     def _reduced_solver(self, removed):
-        """g ↦ H_T⁻¹g, H_T = H − X̃_RᵀD_RX̃_R: Woodbury from the cached factor of H for small |R|
-        (O(|R|·d̃² + |R|³) once, then O(d̃² + |R|·d̃) per vector), else NewtonCentres' direct
-        factorization. As :meth:`glru.newton_centres.NewtonCentres.fold_solver`, features with
-        no stored entry in the remaining rows are decoupled exactly (their step is g_j/a, so their
-        coefficients become exactly 0, as an exact refit's)."""
+        """g ↦ H_T⁻¹g, H_T = H − X̃_RᵀD_RX̃_R: :meth:`glru.newton_centres.NewtonCentres.fold_solver`
+        (C held fixed, so a_T = a): Woodbury from the cached factor of H for small |R|
+        (O(|R|·d̃² + |R|³) once, then O(d̃² + |R|·d̃) per vector), else a direct factorization;
+        features with no stored entry in the remaining rows are decoupled exactly (their step is
+        g_j/a, so their coefficients become exactly 0, as an exact refit's)."""
         key = np.sort(removed).tobytes()
         if key not in self._solvers:
-            c = self.centres
-            block = self._removed_block(removed)
-            if 4 * removed.size < block.rows.shape[1]:
-                solver = self._woodbury(block, c.curvatures[removed])
-            else:
-                solver = c.fold_solver(removed, self.a)
+            solver = self.centres.fold_solver(removed, self.a)
             if solver is None:
                 raise ValueError("the reduced problem's Hessian is singular (no curvature left for the intercept).")
             self._solvers = {key: solver}  # one removal set at a time: the latest request's
         return self._solvers[key]
-
-    def _woodbury(self, block, curvatures):
-        """(S − EᵀE)⁻¹g = S⁻¹g + S⁻¹Eᵀ(I − ES⁻¹Eᵀ)⁻¹ES⁻¹g, E = D_R^{1/2}X̃_R, S = H (its Cholesky factor)."""
-        factor = self.centres._full_factor()
-        E = block.rows * np.sqrt(curvatures)[:, None]
-        Sinv_Et = scipy.linalg.cho_solve(factor, E.T, check_finite=False)
-        try:
-            capacitance = scipy.linalg.lu_factor(np.eye(E.shape[0]) - E @ Sinv_Et)
-        except (np.linalg.LinAlgError, ValueError):
-            return None
-        if self._feature_counts is None:
-            self._feature_counts = np.bincount(self.X.indices, minlength=self.d) if sp.issparse(self.X) \
-                else np.count_nonzero(self.X, axis=0)
-        unseen = np.flatnonzero(self._feature_counts == block.counts)
-
-        def solver(g):
-            Sinv_g = scipy.linalg.cho_solve(factor, g, check_finite=False)
-            step = Sinv_g + Sinv_Et @ scipy.linalg.lu_solve(capacitance, E @ Sinv_g, check_finite=False)
-            step[unseen] = g[unseen] / self.a
-            return step
-        return solver
 
     # ---- certificates
     def certify(self, removed, coef, intercept=0.0, margins=None):
@@ -382,8 +355,7 @@ class RowDeletion:
         gradient_radius = norm / self.a * _WIDEN if np.isfinite(norm) else np.inf
 
         def build():
-            keep = np.ones(self.n, dtype=bool)
-            keep[removed] = False
+            keep = _remaining(self.n, removed)
             problem = Problem(self.X[keep], self.y[keep], self.loss, L2(lam), self.fit_intercept)
             compact = GapEvaluation(ev.gap, ev.primal, ev.dual, alpha()[keep], ev.Xt_alpha, margins[keep],
                                     ev.magnitude, ev.allowance, ev.loss_sum, ev.conj_sum)
@@ -444,15 +416,16 @@ class RowDeletion:
             N = self.n - removed.size
             Xt_alpha = -products[:, 0] + (c * products[:, 1] if c > 0 else 0.0)
             total = margins @ slopes
+            penalty = L2(lam)
+            pen_w = penalty.value(w)
             if c > 0:
                 with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # q = 0: saturated rows
                     taylor = c * c / (2 * (1 - c)) * ((p / q) @ scaled) if c < 1 else np.inf
-                if not taylor <= 1e-6 * (abs(total) + N * penalty_value(lam, w)):
+                if not taylor <= 1e-6 * (abs(total) + N * pen_w):
                     # far from an optimum: the convexity bound, with ℓ = max(z, 0) + log1p(e) ≤ max(z, 0) + e
                     taylor = min(taylor, c * ((np.maximum(z, 0.0) + e) @ scaled) * (1 + 4 * EPS))
                 total += -c * (margins @ on_side) + taylor
-            penalty = L2(lam)
-            pen_w, pen_conj = penalty.value(w), penalty.conjugate(Xt_alpha / N)
+            pen_conj = penalty.conjugate(Xt_alpha / N)
             abs_slopes = np.abs(slopes)
             margin_terms = rounding.gamma * rounding.abs_margin_dot(abs_slopes) + rounding.error_square_sum() / 8 \
                 + 32 * EPS * N
@@ -474,8 +447,7 @@ class RowDeletion:
         alpha = enforce_zero_sum(-slopes)[0] if self.fit_intercept else -slopes
 
         def assemble(lam, w, products, rounding):
-            keep = np.ones(self.n, dtype=bool)
-            keep[removed] = False
+            keep = _remaining(self.n, removed)
             ev = assemble_gap(self.loss, L2(lam), self.y[keep], w, margins[keep], alpha[keep], products[:, 1],
                               rounding.abs_margins()[keep], self.d)
             ev = GapEvaluation(ev.gap, ev.primal, ev.dual, alpha, products[:, 1], margins, ev.magnitude, ev.allowance,
@@ -511,8 +483,7 @@ class RowDeletion:
         loss = self.loss
         t = _smooth_root_bracket(loss, slopes, curvature, rounding.error_sum())
         if not np.isfinite(t):
-            keep = np.ones(self.n, dtype=bool)
-            keep[removed] = False
+            keep = _remaining(self.n, removed)
             t = _root_bracket(loss, self.y[keep], margins[keep], rounding.errors()[keep], slopes.sum(),
                               curvature.sum())
         if not np.isfinite(t):
@@ -608,8 +579,7 @@ class RowDeletion:
         return *self._split(z), cert, steps
 
     def _solve_exact(self, removed, coef, intercept):
-        keep = np.ones(self.n, dtype=bool)
-        keep[removed] = False
+        keep = _remaining(self.n, removed)
         N = int(keep.sum())
         problem = Problem(self.X[keep], self.y[keep], self.loss, L2(self.a / N), self.fit_intercept)
         result = solve(problem, coef, intercept, tol=1e-13, max_iter=1000)
@@ -623,8 +593,11 @@ class RowDeletion:
         return np.append(coef, intercept) if self.fit_intercept else np.array(coef, dtype=float)
 
 
-def penalty_value(lam, w):
-    return 0.5 * lam * float(w @ w)
+def _remaining(n, removed):
+    """The boolean mask of the rows kept."""
+    keep = np.ones(n, dtype=bool)
+    keep[removed] = False
+    return keep
 
 
 def _derivatives(loss, y, margins, curvature=False):
@@ -878,8 +851,7 @@ class MultinomialRowDeletion:
         return self.full.pack(M[:, :self.d], M[:, self.d] if self.fit_intercept else None)
 
     def problem(self, removed):
-        keep = np.ones(self.n, dtype=bool)
-        keep[np.asarray(removed)] = False
+        keep = _remaining(self.n, np.asarray(removed))
         N = int(keep.sum())
         return MultinomialProblem(self.X[keep], self.codes[keep], self.K, self.a / N, self.fit_intercept)
 

@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 import glru
-from glru._validation import check_indices, check_X
+from glru._validation import check_indices, check_regression_target, check_X
 from glru.deletion import (
     METHODS,
     MultinomialRowDeletion,
@@ -197,10 +197,7 @@ def _check_data(spec, X, y, n_features=None):
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries.")
     if spec.kind == "ridge":
-        y = np.asarray(y, dtype=float)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity.")
-        return X, y
+        return X, check_regression_target(y)
     present = np.unique(y)
     if not np.array_equal(present, spec.classes):
         raise ValueError(f"y holds the labels {present[:10].tolist()}, but the estimator was fitted with the "
@@ -242,17 +239,21 @@ def _check_method(method, max_radius, epsilon, delta):
                           "ε < 1 only.", UnlearningWarning, stacklevel=3)
 
 
-def _noise_scale(spec, X_design, targets, m, epsilon, delta):
-    if epsilon is None:
-        return 0.0, None
+def _ngd_constants(spec, X_design, targets):
+    """NGD's constants (:func:`glru.deletion.ngd_constants`) of the estimator's single problem:
+    they depend on the training data only, not on the request."""
     if spec.kind not in ("binary", "ridge"):
         raise ValueError("NGD noise is calibrated for a single binary or regression problem (releasing one "
                          "noisy model per class would compose the privacy budgets).")
     if spec.kind == "binary" and not isinstance(spec.loss, glru.losses.Logistic):
         raise ValueError("NGD noise needs a Lipschitz Hessian (Assumption 1.b): the squared hinge has none.")
-    constants = ngd_constants(spec.loss, X_design, targets[0], spec.strength, spec.fit_intercept)
-    sigma, _ = ngd_noise_scale(epsilon, delta, m, X_design.shape[0], **{k: constants[k] for k in ["mu", "C", "M", "Q", "K"]})
-    return sigma, constants
+    return ngd_constants(spec.loss, X_design, targets[0], spec.strength, spec.fit_intercept)
+
+
+def _noise_scale(constants, m, n, epsilon, delta):
+    """σ of NGD's noise for m rows removed out of n."""
+    sigma, _ = ngd_noise_scale(epsilon, delta, m, n, **{k: constants[k] for k in ["mu", "C", "M", "Q", "K"]})
+    return sigma
 
 
 # ------------------------------------------------------------------------- the updates
@@ -473,7 +474,8 @@ def forget(estimator, X, y, rows, *, method="exact", max_radius=None, epsilon=No
     X_design, targets = spec.design(X), spec.targets(y)
     reference = spec.reference(estimator)
     problems = spec.problems(X_design, targets, reference)
-    noise, _ = _noise_scale(spec, X_design, targets, removed.size, epsilon, delta)
+    noise = 0.0 if epsilon is None else \
+        _noise_scale(_ngd_constants(spec, X_design, targets), removed.size, X.shape[0], epsilon, delta)
     points, parts, steps = _update(problems, removed, method, max_radius, noise, random_state)
     returned = spec.estimator(points, X.shape[1], estimator)
     original = spec.estimator(reference, X.shape[1], estimator)
@@ -547,7 +549,7 @@ class GLRUUnlearner(BaseEstimator):
         targets = spec.targets(y)
         points = spec.exact_points(X_design, targets)
         self._problems = [problem.prepare() for problem in spec.problems(X_design, targets, points)]
-        self._X_design, self._targets = X_design, targets
+        self._X_design, self._targets, self._ngd_constants = X_design, targets, None
         self.original_estimator_ = spec.estimator(points, X.shape[1], _FeatureNames(X_input))
         self.estimator_ = self.original_estimator_
         self.n_features_in_ = X.shape[1]
@@ -575,7 +577,11 @@ class GLRUUnlearner(BaseEstimator):
         if removed.size >= n:
             raise ValueError(f"forgetting these rows would remove all {n} training rows.")
         _check_remaining(self._spec, self._counts, self._y[removed])
-        noise, _ = _noise_scale(self._spec, self._X_design, self._targets, removed.size, self.epsilon, self.delta)
+        noise = 0.0
+        if self.epsilon is not None:
+            if self._ngd_constants is None:  # data only: computed once (O(nnz)), not per request
+                self._ngd_constants = _ngd_constants(self._spec, self._X_design, self._targets)
+            noise = _noise_scale(self._ngd_constants, removed.size, n, self.epsilon, self.delta)
         points, parts, steps = _update(self._problems, removed, self.method, self.max_radius, noise, self._rng)
         estimator = self._spec.estimator(points, self.n_features_in_, self.original_estimator_)
         certificate = UnlearningCertificate(self._spec, parts, estimator, self.original_estimator_, self.method,
