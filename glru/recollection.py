@@ -70,11 +70,12 @@ After forgetting, the only per-row traces left are one float of bound bookkeepin
 """
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
 from .losses import get_loss
+from .problem import as_dense, row_norms_sq
 
 __all__ = [
     "Recollections",
@@ -135,17 +136,22 @@ class _Step:
     alpha: float
     fit_intercept: bool
 
+    @cached_property
+    def dense(self):
+        """X̃ of the batch rows as a dense (m, D) array, formed once per step."""
+        return _dense_rows(self.X, self.fit_intercept)
 
-def _predict(X, theta, fit_intercept):
-    d = X.shape[1]
-    t = X @ theta[:d]
-    return t + theta[d] if fit_intercept else t
+    @cached_property
+    def curv(self):
+        """ĝ_iᵀ x̃_i for the clipped rows."""
+        return np.einsum("ij,ij->i", self.dense[self.clipped], self.unit)
 
 
 def _dense_rows(X, fit_intercept):
-    """X̃ = [X, 1] as a dense (m, D) array."""
-    dense = X.toarray() if sp.issparse(X) else np.asarray(X)
-    return np.hstack([dense, np.ones((dense.shape[0], 1))]) if fit_intercept else dense.copy()
+    """X̃ = [X, 1] as a dense (m, D) array (X itself when dense and no intercept: no caller
+    writes to it)."""
+    dense = as_dense(X)
+    return np.hstack([dense, np.ones((dense.shape[0], 1))]) if fit_intercept else dense
 
 
 def _xt_dot(X, V, fit_intercept):
@@ -164,13 +170,12 @@ def _xt_transpose_dot(X, W, fit_intercept):
 def _linearize(X, y, loss, theta, rows, alpha, clip, fit_intercept):
     Xb = X[rows]
     d = X.shape[1]
-    t = _predict(Xb, theta, fit_intercept)
+    t = _xt_dot(Xb, theta, fit_intercept)
     d1, d2 = loss.derivative(y[rows], t), loss.second_derivative(y[rows], t)
     penalty = np.zeros_like(theta)
     penalty[:d] = alpha * theta[:d]
     # ‖d1 x̃ + αPθ‖² expanded so that no dense per-sample gradient is formed for unclipped rows
-    x_norm2 = np.asarray(Xb.multiply(Xb).sum(axis=1)).ravel() if sp.issparse(Xb) else np.einsum("ij,ij->i", Xb, Xb)
-    x_norm2 = x_norm2 + fit_intercept
+    x_norm2 = row_norms_sq(Xb) + fit_intercept
     xw = t - theta[d] if fit_intercept else t
     norm = np.sqrt(np.maximum(d1 * d1 * x_norm2 + 2 * alpha * d1 * xw + penalty @ penalty, 0.0))
     clipped = norm > clip if clip is not None else np.zeros(len(rows), dtype=bool)
@@ -185,8 +190,7 @@ def _linearize(X, y, loss, theta, rows, alpha, clip, fit_intercept):
 
 def _clipped_gradients(step):
     """clip_C(∇ℓ_i(θ_t)) for the batch rows, as the columns of a (D, m) array."""
-    dense = _dense_rows(step.X, step.fit_intercept)
-    return ((step.d1[:, None] * dense + step.penalty) * step.scale[:, None]).T
+    return ((step.d1[:, None] * step.dense + step.penalty) * step.scale[:, None]).T
 
 
 def _clipped_gradient_sum(step):
@@ -214,8 +218,7 @@ def _propagate(step, R, coefficient):
     correction = None
     if step.clipped.any():
         c, unit = step.clipped, step.unit
-        curv = np.einsum("ij,ij->i", _dense_rows(step.X[c], step.fit_intercept), unit)  # ĝ_iᵀ x̃_i
-        hv = (step.d2[c] * curv)[:, None] * Z[c] + step.alpha * (unit[:, :d] @ R[:d])   # ĝ_iᵀ H_i v
+        hv = (step.d2[c] * step.curv)[:, None] * Z[c] + step.alpha * (unit[:, :d] @ R[:d])   # ĝ_iᵀ H_i v
         correction = step.scale[c, None] * hv
     R[:d] *= 1.0 - coefficient * step.alpha * step.scale.sum()
     W = (coefficient * step.scale * step.d2)[:, None] * Z
@@ -230,14 +233,13 @@ def _own_jacobian(step, V):
     """Column i of V (D, m) times J_i, the Jacobian of batch row i alone."""
     D = V.shape[0]
     mask = _penalty_mask(step, D)[:, None]
-    dense = _dense_rows(step.X, step.fit_intercept)                    # (m, D)
+    dense = step.dense                                                 # (m, D)
     z = np.einsum("ij,ji->i", dense, V)                                # x̃_iᵀ v_i
     out = dense.T * (step.scale * step.d2 * z) + step.alpha * step.scale * (mask * V)
     if step.clipped.any():
         c = step.clipped
         unit = step.unit
-        curv = np.einsum("ij,ij->i", dense[c], unit)
-        hv = step.d2[c] * curv * z[c] + step.alpha * np.einsum("ij,ji->i", unit * mask.T, V[:, c])
+        hv = step.d2[c] * step.curv * z[c] + step.alpha * np.einsum("ij,ji->i", unit * mask.T, V[:, c])
         out[:, c] -= unit.T * (step.scale[c] * hv)
     return out
 

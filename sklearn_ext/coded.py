@@ -125,7 +125,7 @@ class CodedShardRegressor(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         if self.rate > self.n_shards:
             raise ValueError(f"rate = {self.rate} exceeds n_shards = {self.n_shards}: fewer than one coded shard.")
-        n_coded = max(1, round(self.n_shards / self.rate))
+        n_coded = round(self.n_shards / self.rate)  # ≥ 1: rate ≤ n_shards was checked above
         # the glru math takes a numpy Generator; seed it from scikit-learn's random_state
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         self.coded_shards_ = CodedShards(X, y, self.n_shards, n_coded, self.alpha, self.fit_intercept,

@@ -20,6 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from glru.losses import get_loss
+from glru.problem import row_norms_sq
 from glru.recollection import Recollections, batch_schedule, error_bound_terms, step_sizes, train_with_recollections
 
 __all__ = ["RecollectionSGDClassifier", "RecollectionSGDRegressor"]
@@ -141,8 +142,7 @@ class _RecollectionSGD(BaseEstimator):
 
     def _smoothness(self, X):
         """M: the largest eigenvalue of any per-sample Hessian, ℓ''_max ‖x̃‖² + α."""
-        norms = np.asarray(X.multiply(X).sum(axis=1)).ravel() if hasattr(X, "multiply") else np.einsum("ij,ij->i", X, X)
-        return get_loss(self._loss).smoothness * (norms.max() + self.fit_intercept) + self.alpha
+        return get_loss(self._loss).smoothness * (row_norms_sq(X).max() + self.fit_intercept) + self.alpha
 
     def _publish(self):
         state, d = self._state, self.n_features_in_
