@@ -594,25 +594,44 @@ def log_ratio_lower_bounds(Q, radius):
     """
     Q = np.asarray(Q, dtype=float)
     n, K = Q.shape
-    r = float(radius) * _WIDEN
-    r_coord = r * np.sqrt((K - 1) / K) * _WIDEN + 8 * K * EPS
-    theta = np.linspace(0.0, np.pi / 2, _ARC_PIECES + 1)
-    # + 2u absolute: q is read from α (q_iy = 1 − α_iy) with an absolute rounding error ≤ u
-    a = np.minimum(r * np.cos(theta[:-1]) * _WIDEN + 4 * EPS * r, r_coord) + 2 * EPS  # (J,)
-    c = np.minimum(r * np.sin(theta[1:]) * _WIDEN + 4 * EPS * r, r_coord) + 2 * EPS
+    a, c = _arc_shifts(float(radius), K)                                        # (J,)
     L = np.empty((n, K, K))
     step = max(1, int(2e6 // (K * K * _ARC_PIECES)))
     for start in range(0, n, step):
         q = Q[start:start + step, :, None]
-        # log(q_ik − a_j): the subtraction's rounding (relative u) made conservative, then a lower log bound
-        num = _log_down((q - a) * (1.0 - 2 * EPS) - 2 * EPS * a)                 # (rows, K, J)
-        den = _log_up(np.minimum((q + c) * (1.0 + 2 * EPS), 1.0))              # (rows, K, J)
-        with np.errstate(invalid="ignore"):
-            diff = num[:, :, None, :] - den[:, None, :, :]                     # (rows, K, K, J)
-        diff = diff - 2 * EPS * np.abs(np.where(np.isfinite(diff), diff, 0.0))
-        L[start:start + step] = diff.min(axis=3)
+        num, den = _shifted_log_bounds(q, q, a, c)                             # (rows, K, J)
+        L[start:start + step] = _sector_min(num[:, :, None, :], den[:, None, :, :])   # (rows, K, K)
     L[:, np.arange(K), np.arange(K)] = 0.0
     return L
+
+
+def _arc_shifts(radius, K):
+    """The sectors' bounds a_j ≥ a⁺, c_j ≥ c⁺ of :func:`log_ratio_lower_bounds` for the radius r
+    (a number, or an array: then of shape r.shape + (J,)), rounded up."""
+    r = np.asarray(radius, dtype=float) * _WIDEN
+    r_coord = r * np.sqrt((K - 1) / K) * _WIDEN + 8 * K * EPS
+    theta = np.linspace(0.0, np.pi / 2, _ARC_PIECES + 1)
+    r, r_coord = r[..., None], r_coord[..., None]
+    # + 2u absolute: q is read from α (q_iy = 1 − α_iy) with an absolute rounding error ≤ u
+    a = np.minimum(r * np.cos(theta[:-1]) * _WIDEN + 4 * EPS * r, r_coord) + 2 * EPS
+    c = np.minimum(r * np.sin(theta[1:]) * _WIDEN + 4 * EPS * r, r_coord) + 2 * EPS
+    return a, c
+
+
+def _shifted_log_bounds(q_num, q_den, a, c):
+    """Lower bounds of log(q_num − a) and upper bounds of log(min(q_den + c, 1)), elementwise."""
+    # log(q_ik − a_j): the subtraction's rounding (relative u) made conservative, then a lower log bound
+    num = _log_down((q_num - a) * (1.0 - 2 * EPS) - 2 * EPS * a)
+    den = _log_up(np.minimum((q_den + c) * (1.0 + 2 * EPS), 1.0))
+    return num, den
+
+
+def _sector_min(num, den):
+    """min over the sectors (last axis) of num − den, widened by the subtraction's rounding."""
+    with np.errstate(invalid="ignore"):
+        diff = num - den
+    diff = diff - 2 * EPS * np.abs(np.where(np.isfinite(diff), diff, 0.0))
+    return diff.min(axis=-1)
 
 
 class MultinomialCertificate:

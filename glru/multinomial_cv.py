@@ -51,28 +51,30 @@ The blocks' products are small, so they run with single-threaded BLAS (threads s
 calls cost far more than they give on a loaded machine).
 """
 
-import time
-
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from scipy.sparse.linalg import LinearOperator, cg
 
+from .bounds import dual_radius
+from .cross_validation import _Clock
 from .duality import EPS, gap_allowance, sound_gap
 from .held_out import MulticlassOutcome
 from .multinomial import (
+    _SQRT2,
+    _WIDEN,
     Multinomial,
     MultinomialCertificate,
     MultinomialProblem,
-    _log_down,
-    _log_up,
-    _one_hot,
+    _arc_shifts,
+    _sector_min,
+    _shifted_log_bounds,
     certified_argmax,
     polish_multinomial,
     solve_multinomial,
 )
-from .problem import row_norms_sq
+from .problem import as_dense, row_norms_sq
 from .solver import newton_polish
 
 __all__ = ["MultinomialCrossValidation", "cross_validate_multinomial"]
@@ -92,9 +94,6 @@ CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
 CANDIDATES = 2          # training rows per (held-out row, class pair) in the KKT route
 BLOCK_FLOATS = 1 << 18  # a block of folds keeps a few (folds, K, n) arrays of about this many floats (cache-sized)
 CHUNK_FLOATS = 1 << 21  # pairwise-bound work arrays
-_ARC_PIECES = 32
-_WIDEN = 1.0 + 8 * EPS
-_SQRT2 = np.sqrt(2.0) * (1.0 + 2 * EPS)
 _LOSS = Multinomial()
 
 
@@ -204,15 +203,14 @@ class _DenseNewton:
 
     def __init__(self, problem):
         self.problem = problem
-        self.penalty = np.zeros(problem.K * problem.d + (problem.K - 1 if problem.fit_intercept else 0))
-        self.penalty[:problem.K * problem.d] = problem.lam
+        self.penalty = _penalty(problem.K, problem.d, problem.fit_intercept, problem.lam)
         self.factor = None
 
     def _factorize(self, z):
         problem = self.problem
         coef, intercept = problem.unpack(z)
         P = _LOSS.probabilities(problem.scores(coef, intercept))
-        H = _loss_hessian(problem.X, P, problem.basis, problem.fit_intercept) / problem.n + np.diag(self.penalty)
+        H = _loss_hessian(problem.X, P, problem.basis, problem.fit_intercept) / problem.n + self.penalty
         self.factor = _Factor(H)
 
     def solve(self, g, z):
@@ -267,11 +265,9 @@ class _Engine:
         self.verbose = parallel["verbose"]
         self.n, self.d = X.shape
         self.p = self.K * self.d + (self.K - 1 if self.fit_intercept else 0)
-        self.abs_X = abs(X)
+        self.block = max(1, BLOCK_FLOATS // (self.n * self.K))   # folds per block
         self.sq_norms = row_norms_sq(X)
         self.norms_up = np.sqrt(self.sq_norms) * (1.0 + 2 * (self.d + 8) * EPS)   # ≥ ‖x_i‖ computed
-        self.onehot = _one_hot(self.codes, self.K)
-        self.basis = np.linalg.qr(np.eye(self.K)[:, :-1] - 1.0 / self.K)[0]
         counts = np.bincount(self.codes, minlength=self.K)
         self.dropped, self.present = [], []
         outside = np.ones(self.n, dtype=bool)
@@ -284,12 +280,16 @@ class _Engine:
             self.present.append(np.flatnonzero(left > 0))
         if any(p.size < 2 for p in self.present):
             raise ValueError("every fold's training rows must hold at least two classes")
+        # the full problem: its packing z = (W.ravel(), u), b = B u, is every fold's
+        self.problem = MultinomialProblem(X, self.codes, self.K, lam_for(self.n), self.fit_intercept)
+        self.onehot, self.basis = self.problem.onehot, self.problem.basis
 
     # ---- driver
     def run(self):
         clock = _Clock()
-        lam = self.lam_for(self.n)
+        lam = self.problem.lam
         self.a = self.n * lam
+        self.penalty = _penalty(self.K, self.d, self.fit_intercept, self.a)
         dense = self.p <= NEWTON_MAX_DIM
         # with a dense Hessian, a rough solve and Newton steps on it (quadratic convergence, and the
         # Hessian at the optimum is needed anyway); otherwise solve_multinomial's own polishing
@@ -302,13 +302,15 @@ class _Engine:
             self.W0, self.b0 = polish_multinomial(full.problem, full.coef, full.intercept)
         self.W0 = self.W0 - self.W0.mean(axis=0)
         self.b0 = self.b0 - self.b0.mean() if self.fit_intercept else np.zeros(self.K)
-        self.z0 = self._pack(self.W0, self.b0)
+        self.z0 = self.problem.pack(self.W0, self.b0)
         self._at(self.z0)
+        with np.errstate(divide="ignore"):
+            self.inverse_P0T = 1.0 / np.ascontiguousarray(self.P0.T)
         clock.lap("full fit")
         complete = [k for k, p in enumerate(self.present) if p.size == self.K]
         self.hinv = None
         if dense:
-            self.S = self._hessian(self.P0) + self.a * np.diag(self._penalty_mask())
+            self.S = self._hessian(self.P0) + self.penalty
             self.hinv = _inverse_spd(self.S)
         clock.lap("hessian")
         outcomes = [None] * len(self.folds)
@@ -328,14 +330,14 @@ class _Engine:
         return MultinomialCrossValidation(outcomes, self.W0, self.b0, self.n_certified, len(to_solve), clock.laps)
 
     def _at(self, z):
-        """Probabilities P0, P0ᵀ, gradient g0 and objective value at z (sum form)."""
-        W, b = self._unpack(z)
+        """Probabilities P0, gradient g0 and objective value at z (sum form): W-part XᵀR + aW,
+        u-part Bᵀ Σ_i R_i, R = P0 − one-hot."""
+        W, b = self.problem.unpack(z)
         T = np.asarray(self.X @ W.T) + b
         self.P0 = _LOSS.probabilities(T)
-        self.P0T = np.ascontiguousarray(self.P0.T)
-        with np.errstate(divide="ignore"):
-            self.inverse_P0T = 1.0 / self.P0T
-        self.g0 = self._grad_from((self.P0 - self.onehot)[None], W[None], np.array([self.a]))[0]
+        R = self.P0 - self.onehot
+        g_W = (np.asarray(self.X.T @ R).T + self.a * W).ravel()
+        self.g0 = np.concatenate([g_W, R.sum(axis=0) @ self.basis]) if self.fit_intercept else g_W
         self.loss0 = _LOSS.value(self.codes, T)
         self.loss_sum0 = float(self.loss0.sum())
         return self.loss_sum0 + 0.5 * self.a * float(np.sum(W * W))
@@ -343,11 +345,11 @@ class _Engine:
     def _polish_full(self):
         """Newton steps on the full problem with its dense Hessian (backtracking on the
         objective) until the gradient stops shrinking: the optimum to rounding level."""
-        z = self._pack(self.W0 - self.W0.mean(axis=0), self.b0 - self.b0.mean())
+        z = self.problem.pack(self.W0 - self.W0.mean(axis=0), self.b0 - self.b0.mean())
         value = self._at(z)
         g = self.g0
         for _ in range(FULL_NEWTON_STEPS):
-            H = self._hessian(self.P0) + self.a * np.diag(self._penalty_mask())
+            H = self._hessian(self.P0) + self.penalty
             try:
                 step = -_Factor(H).solve(g)
             except (np.linalg.LinAlgError, ValueError):
@@ -364,12 +366,11 @@ class _Engine:
             z, g, value = z + t * step, self.g0, new_value
             if np.linalg.norm(t * step) <= 4 * EPS * (1.0 + np.linalg.norm(z)):
                 break
-        self.W0, self.b0 = self._unpack(z)
+        self.W0, self.b0 = self.problem.unpack(z)
 
     def _blocks(self, indices):
         """Blocks of folds sharing a fold solver kind: Woodbury for folds with the same number of
         left-out rows s (s·K ≤ p/2, batched), a dense factorization or CG one fold at a time."""
-        size = max(1, BLOCK_FLOATS // (self.n * self.K))
         groups = {}
         for k in indices:
             s = self.dropped[k].size
@@ -377,7 +378,7 @@ class _Engine:
                 ("dense", k) if self.hinv is not None else ("cg", k)
             groups.setdefault(kind, []).append(k)
         for kind, members in groups.items():
-            step = size if kind[0] == "woodbury" else 1
+            step = self.block if kind[0] == "woodbury" else 1
             for start in range(0, len(members), step):
                 yield kind[0], members[start:start + step]
 
@@ -392,9 +393,8 @@ class _Engine:
         kind, ks = block
         solver = _FoldSolvers(self, kind, ks)
         m = len(ks)
-        n_T = np.array([self.folds[k].train.size for k in ks])
-        lam_T = np.array([self.lam_for(int(t)) for t in n_T], dtype=float)
-        state = _BlockState(self, ks, n_T, lam_T)
+        state = self._block_state(ks)
+        n_T, lam_T = state.n_T, state.lam_T
         # one Newton step from the full optimum, with the fold's gradient there
         base = np.tile(self.z0, (m, 1))                      # last accepted point of each fold
         base_primal = np.array([(self.loss_sum0 - self.loss0[self.dropped[k]].sum()) / t for k, t in zip(ks, n_T)]) \
@@ -455,7 +455,7 @@ class _Engine:
                 break
         for pos in range(m):
             if outcomes[ks[pos]] is None:
-                centres[ks[pos]] = self._unpack(base[pos])
+                centres[ks[pos]] = self.problem.unpack(base[pos])
 
     # ---- the solves
     def _solve(self, indices, centres, outcomes):
@@ -471,13 +471,12 @@ class _Engine:
                                               self.fit_intercept, W, b))
         solved = Parallel(**self.parallel)(tasks)
         complete = [(k, s) for k, s in zip(indices, solved) if self.present[k].size == self.K]
-        for block in range(0, len(complete), max(1, BLOCK_FLOATS // (self.n * self.K))):
-            part = complete[block:block + max(1, BLOCK_FLOATS // (self.n * self.K))]
+        for block in range(0, len(complete), self.block):
+            part = complete[block:block + self.block]
             ks = [k for k, _ in part]
             m = len(ks)
-            n_T = np.array([self.folds[k].train.size for k in ks])
-            state = _BlockState(self, ks, n_T, np.array([self.lam_for(int(t)) for t in n_T], dtype=float))
-            Z = np.array([self._pack(*s) for _, s in part])
+            state = self._block_state(ks)
+            Z = np.array([self.problem.pack(*s) for _, s in part])
             ev = state.evaluate(np.arange(m), Z)
             state.bounds(np.arange(m), ev)
             for pos, k in enumerate(ks):
@@ -509,22 +508,9 @@ class _Engine:
         return MulticlassOutcome(classes, low, up, values, True, coef, intercept, winner=winner)
 
     # ---- coordinates and the full problem
-    def _penalty_mask(self):
-        mask = np.zeros(self.p)
-        mask[:self.K * self.d] = 1.0
-        return mask
-
-    def _pack(self, W, b):
-        if not self.fit_intercept:
-            return np.asarray(W, dtype=float).ravel().copy()
-        return np.concatenate([np.asarray(W, dtype=float).ravel(), self.basis.T @ b])
-
-    def _unpack(self, z):
-        W = z[:self.K * self.d].reshape(self.K, self.d)
-        if not self.fit_intercept:
-            return W, np.zeros(self.K)
-        b = self.basis @ z[self.K * self.d:]
-        return W, b - b.mean()
+    def _block_state(self, ks):
+        n_T = np.array([self.folds[k].train.size for k in ks])
+        return _BlockState(self, ks, n_T, np.array([self.lam_for(int(t)) for t in n_T], dtype=float))
 
     def _unpack_many(self, Z):
         """(W (m, K, d), b (m, K)) of the rows of Z, both centred over classes."""
@@ -544,40 +530,18 @@ class _Engine:
         Z[:, :self.K * self.d] = (W - W.mean(axis=1, keepdims=True)).reshape(m, -1)
         return Z
 
-    def _grad_from(self, R, W, a):
-        """Sum-form gradient (rows of R = p_i − e_{y_i}, zero off the training rows): W-part
-        XᵀR + aW, u-part Bᵀ Σ_i R_i. R (m, n, K), W (m, K, d), a (m,) → (m, p)."""
-        m = R.shape[0]
-        XtR = np.asarray(self.X.T @ R.transpose(1, 0, 2).reshape(self.n, m * self.K))  # (d, m K)
-        gW = XtR.reshape(self.d, m, self.K).transpose(1, 2, 0) + a[:, None, None] * W
-        if not self.fit_intercept:
-            return gW.reshape(m, -1)
-        return np.hstack([gW.reshape(m, -1), R.sum(axis=1) @ self.basis])
-
     def _fold_gradient_at_optimum(self, ks, a_T):
-        """∇F_T(z0) = ∇F(z0) − Σ_{i∈V} A_iᵀ(p_i − e_{y_i}) + (a_T − a) P_W z0, per fold."""
+        """∇F_T(z0) = ∇F(z0) − Σ_{i∈V} A_iᵀ(p_i − e_{y_i}) + (a_T − a) P_W z0, per fold of a block
+        (:meth:`_blocks`: the folds have equal numbers of left-out rows)."""
         out = np.tile(self.g0, (len(ks), 1))
-        R = self.P0 - self.onehot
         Kd = self.K * self.d
-        sizes = {self.dropped[k].size for k in ks}
-        if len(sizes) == 1:  # batched: equal numbers of left-out rows
-            rows = np.concatenate([self.dropped[k] for k in ks])
-            XV = self.X[rows]
-            XV = (XV.toarray() if sp.issparse(XV) else XV).reshape(len(ks), -1, self.d)
-            RV = R[rows].reshape(len(ks), -1, self.K)
-            out[:, :Kd] -= np.einsum("msk,msa->mka", RV, XV).reshape(len(ks), Kd)
-            if self.fit_intercept:
-                out[:, Kd:] -= RV.sum(axis=1) @ self.basis
-            out[:, :Kd] += (a_T - self.a)[:, None] * self.z0[:Kd]
-            return out
-        for j, k in enumerate(ks):
-            V = self.dropped[k]
-            RV = R[V]
-            XV = self.X[V]
-            out[j, :Kd] -= np.asarray(XV.T @ RV).T.ravel()
-            if self.fit_intercept:
-                out[j, Kd:] -= RV.sum(axis=0) @ self.basis
-            out[j, :Kd] += (a_T[j] - self.a) * self.z0[:Kd]
+        rows = np.concatenate([self.dropped[k] for k in ks])
+        XV = as_dense(self.X[rows]).reshape(len(ks), -1, self.d)
+        RV = (self.P0[rows] - self.onehot[rows]).reshape(len(ks), -1, self.K)
+        out[:, :Kd] -= np.einsum("msk,msa->mka", RV, XV).reshape(len(ks), Kd)
+        if self.fit_intercept:
+            out[:, Kd:] -= RV.sum(axis=1) @ self.basis
+        out[:, :Kd] += (a_T - self.a)[:, None] * self.z0[:Kd]
         return out
 
     def _hessian(self, P, rows=None):
@@ -611,7 +575,7 @@ def _loss_hessian(X, P, basis, fit_intercept):
         for k in range(K):
             for j in range(k, K):
                 block = sp.csr_matrix(Xa.multiply((P[:, k] * ((k == j) - P[:, j]))[:, None])).T @ Xa
-                block = block.toarray() if sp.issparse(block) else np.asarray(block)
+                block = as_dense(block)
                 Ht[k, :, j, :] = block
                 Ht[j, :, k, :] = block.T
     if not fit_intercept:
@@ -660,6 +624,14 @@ def _inverse_spd(H):
     return 0.5 * (inv + inv.T)
 
 
+def _penalty(K, d, fit_intercept, weight):
+    """The penalty's Hessian in packed coordinates, weight·P_W: weight on the K·d coefficients of
+    W, 0 on the intercept's K − 1."""
+    diagonal = np.zeros(K * d + (K - 1 if fit_intercept else 0))
+    diagonal[:K * d] = weight
+    return np.diag(diagonal)
+
+
 # --------------------------------------------------------------------------- fold Hessians
 class _FoldSolvers:
     """g ↦ H_T⁻¹ g for the folds of a block, H_T the fold's Hessian at the full optimum.
@@ -685,8 +657,7 @@ class _FoldSolvers:
             if e.fit_intercept:
                 Q += (Hinv[:, K * d:] @ e.basis.T)[None]                 # + S⁻¹ (0, Bᵀe_k)
             Q = Q.reshape(m, s, p, K).transpose(0, 2, 1, 3).reshape(m, p, s * K)   # columns (v, k)
-            XV = XR.toarray() if sp.issparse(XR) else XR
-            XV = XV.reshape(m, s, d)
+            XV = as_dense(XR).reshape(m, s, d)
             QW = Q[:, :K * d, :].reshape(m, K, d, s * K)
             G = np.einsum("mva,mjax->mvjx", XV, QW, optimize=True)      # (m, s, K, sK)
             if e.fit_intercept:
@@ -824,7 +795,7 @@ class _BlockState:
         excess = gap - allowance
         rounded = np.isfinite(gap) & ((excess <= TOL_ROUNDING * np.abs(primal)) | (excess <= allowance))
         r_P = np.sqrt(2.0 * gap / lam) * _WIDEN                   # glru.bounds.primal_radius
-        r_D = np.sqrt(2.0 * n_T * Multinomial.smoothness * gap) * _WIDEN   # glru.bounds.dual_radius
+        r_D = dual_radius(gap, n_T, Multinomial.smoothness)
         self.W[positions], self.b[positions] = W, b
         return _Evaluation(raw=raw, strength=n_T * lam, rounded=rounded, A=A, W=W, b=b, r_P=r_P, r_D=r_D, gap=gap,
                            primal=primal, allowance=allowance)
@@ -1021,23 +992,11 @@ def _enforce_zero_class_sums(alpha, y, out_j, out_row):
     return alpha
 
 
-def _log_ratio_pair(qa, qb, radius):
-    """Lower bounds of log(q*_a/q*_b) for ‖q* − q‖₂ ≤ radius, elementwise over arrays qa, qb
-    and radius (broadcast): :func:`glru.multinomial.log_ratio_lower_bounds` for one pair."""
-    K_factor = radius[1]
-    r = radius[0] * _WIDEN
-    r_coord = r * K_factor * _WIDEN + radius[2]
-    theta = np.linspace(0.0, np.pi / 2, _ARC_PIECES + 1)
-    r = r[..., None]
-    r_coord = r_coord[..., None]
-    a = np.minimum(r * np.cos(theta[:-1]) * _WIDEN + 4 * EPS * r, r_coord) + 2 * EPS
-    c = np.minimum(r * np.sin(theta[1:]) * _WIDEN + 4 * EPS * r, r_coord) + 2 * EPS
-    num = _log_down((qa[..., None] - a) * (1.0 - 2 * EPS) - 2 * EPS * a)
-    den = _log_up(np.minimum((qb[..., None] + c) * (1.0 + 2 * EPS), 1.0))
-    with np.errstate(invalid="ignore"):
-        diff = num - den
-    diff = diff - 2 * EPS * np.abs(np.where(np.isfinite(diff), diff, 0.0))
-    return diff.min(axis=-1)
+def _log_ratio_pair(qa, qb, radius, K):
+    """Lower bounds of log(q*_a/q*_b) for ‖q* − q‖₂ ≤ radius (K classes), elementwise over arrays
+    qa, qb and radius (broadcast): :func:`glru.multinomial.log_ratio_lower_bounds` for one pair."""
+    a, c = _arc_shifts(radius, K)
+    return _sector_min(*_shifted_log_bounds(qa[..., None], qb[..., None], a, c))
 
 
 def _pairwise_bounds(e, ev, pf, pr, left_out):
@@ -1059,8 +1018,7 @@ def _pairwise_bounds(e, ev, pf, pr, left_out):
     K, d, n = e.K, e.d, e.n
     n_pairs = pr.size
     gamma_d = 2.0 * (d + 16) * EPS
-    Xe = e.X[pr]
-    Xe = Xe.toarray() if sp.issparse(Xe) else Xe
+    Xe = as_dense(e.X[pr])
     W = ev.W[pf]                                                    # (c, K, d)
     S_eval = np.einsum("ca,cka->ck", Xe, W)
     E_eval = gamma_d * np.einsum("ca,cka->ck", np.abs(Xe), np.abs(W))
@@ -1088,7 +1046,7 @@ def _pairwise_bounds(e, ev, pf, pr, left_out):
     lower[rows, top, :] = from_top
     lower[rows, :, top] = to_top
     if not e.fit_intercept:  # route (a)
-        norms = np.sqrt(e.sq_norms[pr]) * (1.0 + 2 * (d + 8) * EPS)
+        norms = e.norms_up[pr]
         C = S_eval[:, :, None] - S_eval[:, None, :]
         err = E_eval[:, :, None] + E_eval[:, None, :] + 2 * EPS * np.abs(C)
         spread = (_SQRT2 * r_P * _WIDEN * norms)[:, None, None]
@@ -1141,8 +1099,7 @@ def _route_b(e, ev, lower, sl, c_f, idx, usable, top, Xe, S_eval, E_eval, r_P, r
     gamma_d = 2.0 * (d + 16) * EPS
     c, q, _ = idx.shape
     pairs = np.arange(c)
-    Xt = e.X[idx.ravel()]
-    Xt = (Xt.toarray() if sp.issparse(Xt) else Xt).reshape(c, q, K, d)
+    Xt = as_dense(e.X[idx.ravel()]).reshape(c, q, K, d)
     W = ev.W[c_f]                                                   # (c, K, d)
     Wtop = W[pairs, top]                                            # (c, d)
     absXt = np.abs(Xt)
@@ -1161,7 +1118,7 @@ def _route_b(e, ev, lower, sl, c_f, idx, usable, top, Xe, S_eval, E_eval, r_P, r
     q_l = np.maximum(np.where(yc == ls, 1.0 - A_l, -A_l), 0.0)
     q_k = np.maximum(np.where(yc == top[:, None, None], 1.0 - A_k, -A_k), 0.0)
     q_l, q_k = np.where(usable, q_l, 0.0), np.where(usable, q_k, 0.0)
-    radius = (np.broadcast_to(r_D[:, None, None], q_l.shape), np.sqrt((K - 1) / K), 8 * K * EPS)
+    radius = r_D[:, None, None]
     Se_k, Ee_k = S_eval[pairs, top][:, None, None], E_eval[pairs, top][:, None, None]
     Se_l, Ee_l = S_eval[:, None, :], E_eval[:, None, :]
     C = (Se_k - S_k) - (Se_l - S_l)                                 # Ŵ(x − x_i) for δ_k̂l
@@ -1169,8 +1126,8 @@ def _route_b(e, ev, lower, sl, c_f, idx, usable, top, Xe, S_eval, E_eval, r_P, r
         + 2 * EPS * np.abs(C)
     spread = _SQRT2 * r_P[:, None, None] * _WIDEN * dist
     rows = np.arange(sl.start, sl.stop)[:, None]
-    for L, Cs, first, second in ((_log_ratio_pair(q_k, q_l, radius), C, top[:, None], ls[None, :]),
-                                 (_log_ratio_pair(q_l, q_k, radius), -C, ls[None, :], top[:, None])):
+    for L, Cs, first, second in ((_log_ratio_pair(q_k, q_l, radius, K), C, top[:, None], ls[None, :]),
+                                 (_log_ratio_pair(q_l, q_k, radius, K), -C, ls[None, :], top[:, None])):
         sum_err = 4 * EPS * (np.abs(Cs) + spread + np.abs(np.where(np.isfinite(L), L, 0.0)))
         with np.errstate(invalid="ignore"):
             route = Cs - spread - err - sum_err + L
@@ -1188,12 +1145,3 @@ def _per_class(lower, upper):
         slack_up = 2 * (K + 2) * EPS * np.abs(upper).sum(axis=2) / K
     lo, up = lo - slack_lo, up + slack_up
     return np.where(np.isnan(lo), -np.inf, lo), np.where(np.isnan(up), np.inf, up)
-
-
-class _Clock:
-    def __init__(self):
-        self.laps, self._last = {}, time.perf_counter()
-
-    def lap(self, name):
-        now = time.perf_counter()
-        self.laps[name], self._last = now - self._last, now

@@ -148,7 +148,7 @@ def test_batched_gaps_equal_multinomial_problem(fit_intercept, sparse):
     ev = state.evaluate(np.arange(3), Z)
     for j, fold in enumerate(folds):
         problem = MultinomialProblem(X[fold.train], y[fold.train], 3, 0.7 / fold.train.size, fit_intercept)
-        W, b = engine._unpack(Z[j])
+        W, b = engine.problem.unpack(Z[j])
         reference = problem.duality_gap(W - W.mean(axis=0), b)
         assert abs(ev.gap[j] - reference.gap) <= 1e-9 * reference.gap
         if fit_intercept:  # the same feasible dual point
