@@ -12,7 +12,10 @@ x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
    for many folds at once with matrix-matrix products, :class:`_FoldChecker`);
 4. iterates the open folds by chord steps (each fold's Hessian frozen at the full fit, one
    factorization per fold, Anderson-accelerated), certifying a fold only when its bounds
-   could settle it, until it is certified or its steps stop shrinking at rounding level;
+   could settle it, until it is certified or its steps stop shrinking at rounding level; for
+   the logistic loss with directly factored folds every step is certified by the fold's
+   gradient in the metric of its Hessian (:mod:`glru.curvature`), which reaches far below the
+   gap's rounding floor;
 5. solves what is left (elastic net, large d, row-space coordinates, stalled folds),
    warm-started from the centre and stopped as soon as the signs are certified (Remark 3),
    in parallel through joblib (so ``joblib.parallel_backend("dask")`` spreads them over a
@@ -26,20 +29,23 @@ the rounding band of 0 (:func:`glru.bounds.zero_band`) counts as 0. Every report
 either certified or from such an exact solve; nothing is guessed.
 """
 
+import contextlib
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
+from .blas import single_threaded_blas
 from .bounds import primal_radius, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
+from .curvature import FoldCurvature, gamma, hessian_error
 from .duality import EPS, enforce_zero_sum
 from .held_out import HeldOutOutcome
 from .intercept import RowSums
 from .newton_centres import NewtonCentres
 from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
-from .solver import polish, solve, solve_held_out
+from .solver import polish, solve, solve_held_out, subsampled_newton
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -48,6 +54,7 @@ TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are n
 # and moves value-based scores in the 6th digit: fold solves therefore go to rounding level
 # (GapEvaluation.converged accepts a gap within its rounding allowance) unless certified first
 TOL_ROUNDING = 1e-15
+CURVATURE_MAX_DIM = 1024  # the curvature certificate inverts each fold's d̃ × d̃ factor (d̃³/3 flops)
 SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
 # the batched certification and gradients work on (n + d) × folds blocks of this many floats: 1 MiB,
@@ -124,17 +131,34 @@ class _Engine:
         everything = np.arange(n)
         # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
         self.dropped = [np.setdiff1d(everything, f.train, assume_unique=True) for f in folds]
+        # folds certified by :mod:`glru.curvature`: losses with |ℓ‴| ≤ νℓ″, coordinates of X, small
+        # d̃, folds large enough to be factored directly (K-fold; leave-one-out uses Woodbury)
+        dim = d + fit_intercept
+        self.curved = self.newton and self.span is None and np.isfinite(loss.self_concordance) \
+            and dim <= CURVATURE_MAX_DIM and all(4 * rows.size >= dim for rows in self.dropped)
 
     def run(self, solve_open=True):
+        with single_threaded_blas() if self.curved else contextlib.nullcontext():
+            return self._run(solve_open)
+
+    def _run(self, solve_open):
         clock = _Clock()
         hub = self._hub()
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
+        self.xt_norms = np.sqrt(self.checker.row_norms ** 2 + self.fit_intercept)  # ‖x̃_i‖
         clock.lap("full fit")
         centres = self._newton_centres() if self.newton else [hub] * len(self.folds)
-        checked = self._certify(range(len(self.folds)), centres, final=not solve_open)
-        outcomes = [outcome for outcome, _, _ in checked]
-        radii = {k: (radius, floor) for k, (_, radius, floor) in enumerate(checked)}
+        self.curvatures = self._fold_curvatures() if self.newton else [None] * len(self.folds)
+        if solve_open:  # the chord's first pass certifies these at their centres (one gradient each)
+            outcomes = [None if c is None else _open_outcome(f.test.size) for f, c in zip(self.folds, self.curvatures)]
+        else:
+            outcomes = self._certify_by_curvature(centres)
+        radii = {k: (np.inf, 0.0) for k, o in enumerate(outcomes) if o is not None}
+        rest = [k for k, o in enumerate(outcomes) if o is None]
+        for k, (outcome, radius, floor) in zip(rest, self._certify(rest, [centres[k] for k in rest],
+                                                                     final=not solve_open)):
+            outcomes[k], radii[k] = outcome, (radius, floor)
         n_certified = sum(int(o.decided.sum()) for o in outcomes)
         self._say(f"certified {n_certified} of {sum(f.test.size for f in self.folds)} held-out predictions "
                   "without training")
@@ -142,7 +166,10 @@ class _Engine:
         if solve_open:
             return self._finish(clock, coef, intercept, centres, outcomes, radii, n_certified)
         result = CrossValidation(outcomes, coef, intercept, n_certified, dict(clock.laps))
-        result.resume = lambda: self._finish(clock, coef, intercept, list(centres), list(outcomes), radii, n_certified)
+        def resume():
+            with single_threaded_blas() if self.curved else contextlib.nullcontext():
+                return self._finish(clock, coef, intercept, list(centres), list(outcomes), radii, n_certified)
+        result.resume = resume
         return result
 
     def _finish(self, clock, coef, intercept, centres, outcomes, radii, n_certified):
@@ -152,8 +179,9 @@ class _Engine:
         if self.newton:  # the chord reuses the factorizations of open folds only; free the rest
             keep = set(open_folds) if self.span is None else set()
             self.fold_solvers = [s if k in keep else None for k, s in enumerate(self.fold_solvers)]
+            self.curvatures = [c if k in keep else None for k, c in enumerate(self.curvatures)]
         if open_folds and self.newton and self.span is None:
-            self._chord(open_folds, centres, outcomes, radii)
+            n_certified += self._chord(open_folds, centres, outcomes, radii)
             open_folds = [k for k in open_folds if self._open(outcomes[k])]
         if open_folds:
             self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
@@ -176,7 +204,10 @@ class _Engine:
         steps with its Hessian: a few O(nnz) gradients instead of the Hessian-vector products
         of the last Newton iterations. The Hessian is then evaluated again at the optimum, for
         the folds' Newton steps (a chord step from the rough point's Hessian certifies far fewer
-        leave-one-out folds: 181 instead of 198 of 200 on arcene at λ = 1)."""
+        leave-one-out folds: 181 instead of 198 of 200 on arcene at λ = 1). Where the folds are
+        certified by curvature (``self.curved``) the rough solve is :func:`subsampled_newton`, and
+        its point's Hessian, formed from the folds' held-out Gram matrices, stays every fold's
+        reference: those certificates account for the distance to it."""
         n = self.X.shape[0]
         penalty = self.penalty_for(n)
         problem = Problem(self.work_X, self.y, self.loss, penalty, self.fit_intercept)
@@ -184,9 +215,15 @@ class _Engine:
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol)
             return full.coef, full.intercept
-        rough = solve(problem, *start, tol=HUB_TOL)
-        coef, intercept = rough.coef, rough.intercept
-        chord = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept, n * penalty.lam)
+        if self.curved:
+            dim = self.work_X.shape[1] + self.fit_intercept
+            coef, intercept, _ = subsampled_newton(problem, *start, stride=max(1, min(SUBSAMPLE_STRIDE, n // (4 * dim))))
+        else:
+            rough = solve(problem, *start, tol=HUB_TOL)
+            coef, intercept = rough.coef, rough.intercept
+        blocks = self.dropped if self.curved else None
+        chord = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept, n * penalty.lam,
+                              blocks=blocks)
         try:
             coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
                                      newton_solve=lambda g, _: n * chord.full_solver(g))
@@ -195,9 +232,12 @@ class _Engine:
         if not problem.duality_gap(coef, intercept).converged(self.full_tol):
             finished = solve(problem, coef, intercept, tol=self.full_tol)
             coef, intercept = finished.coef, finished.intercept
-        # the fold steps need the Hessian at the optimum: Newton, not chord, steps
-        self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
-                                   n * penalty.lam)
+        if self.curved:  # the folds' chord steps and certificates work from the rough point's Hessian
+            chord.recentre(coef, intercept)
+            self.steps = chord
+        else:  # the fold steps need the Hessian at the optimum: Newton, not chord, steps
+            self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
+                                       n * penalty.lam)
         return coef, intercept
 
     def _start(self):
@@ -222,11 +262,65 @@ class _Engine:
         origin = (self.steps.z[:-1], self.steps.z[-1]) if self.fit_intercept else (self.steps.z, 0.0)
         for fold, dropped in zip(self.folds, self.dropped):
             strength = fold.train.size * self.penalty_for(fold.train.size).lam
-            solver = self.steps.fold_solver(dropped, strength)
+            solver = self.steps.fold_solver(dropped, strength, block=len(centres) if self.steps.block_grams else None)
             step = self.steps.step(dropped, strength, solver) if solver else None
             centres.append(step if step is not None else origin)
             self.fold_solvers.append(solver)
         return centres
+
+    def _fold_curvatures(self):
+        """:class:`glru.curvature.FoldCurvature` of every fold whose Hessian was factored directly,
+        for losses with |ℓ‴| ≤ νℓ″ (None elsewhere: Woodbury folds, other losses, row-space
+        coordinates, or a factor too ill-conditioned to certify with)."""
+        if not self.curved:
+            return [None] * len(self.folds)
+        nu, dim = self.loss.self_concordance, self.steps.hessian.shape[0]
+        n = self.X.shape[0]
+        strength = max([self.steps.strength] + [f.train.size * self.penalty_for(f.train.size).lam for f in self.folds])
+        tau = hessian_error(float(self.steps.curvatures @ self.xt_norms ** 2), strength, n, dim)
+        out = []
+        for fold, solver in zip(self.folds, self.fold_solvers):
+            curvature = None
+            if solver is not None and solver.upper is not None and fold.test.size:
+                curvature = FoldCurvature(solver.upper, self.X[fold.test], self.fit_intercept,
+                                          float(self.xt_norms[fold.train].max(initial=0.0)), tau, nu)
+            out.append(curvature if curvature is not None and curvature.usable else None)
+        return out
+
+    def _certify_by_curvature(self, centres):
+        """Outcomes at the centres of the folds with a curvature certificate (None elsewhere, or
+        where the centre is too far from the optimum for it): one gradient per fold, batched."""
+        out = [None] * len(self.folds)
+        indices = [k for k, c in enumerate(self.curvatures) if c is not None]
+        gradients = self.checker.gradients(
+            [self.folds[k] for k in indices], [self.dropped[k] for k in indices],
+            [self.penalty_for(self.folds[k].train.size) for k in indices],
+            [centres[k][0] for k in indices], [centres[k][1] for k in indices])
+        for k, (gradient, margins, slopes) in zip(indices, gradients):
+            z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
+            out[k] = self._curvature_outcome(k, z, gradient, margins, slopes, self.fold_solvers[k](gradient), False)
+        return out
+
+    def _curvature_outcome(self, k, z, gradient, margins, slopes, step, solved):
+        """Bounds of :mod:`glru.curvature` on fold k's held-out values at z, with the fold's
+        Hessian factored at the full fit (margins ``self.steps.margins``) as M, or None."""
+        fold, dropped, d = self.folds[k], self.dropped[k], self.X.shape[1]
+        w_norm, b = np.linalg.norm(z[:d]), abs(z[d]) if self.fit_intercept else 0.0
+        errors = margin_error(self.checker.row_norms * w_norm + b, d)  # of the computed margins
+        errors[dropped] = 0.0  # only the training rows count, here and below
+        moved = np.abs(margins - self.steps.margins) + errors
+        moved[dropped] = 0.0
+        shift = float(np.max(moved, initial=0.0))
+        strength = fold.train.size * self.penalty_for(fold.train.size).lam
+        gradient_error = gamma(self.X.shape[0] + d + 32) * float(np.abs(slopes) @ self.xt_norms) \
+            + self.loss.smoothness * float(errors @ self.xt_norms) + 4 * EPS * strength * w_norm
+        bounds = self.curvatures[k].bounds(z, gradient, gradient_error, step, margins[fold.test], shift)
+        if bounds is None:
+            return None
+        lower, upper, centre, beta = bounds
+        point = z - beta * step
+        coef, intercept = (point[:d], point[d]) if self.fit_intercept else (point, 0.0)
+        return HeldOutOutcome(lower, upper, centre, coef if self.need == "values" else None, intercept, solved)
 
     def _certify(self, indices, centres, on_X=False, final=True, thorough=False):
         """(outcome, radius, floor) for the folds ``indices`` at the given centres, in the
@@ -322,6 +416,10 @@ class _Engine:
         solve takes over."""
         solvers = self.fold_solvers
         active = [k for k in indices if solvers[k] is not None]
+        # folds with a curvature certificate not yet certified anywhere: their first pass is at
+        # the centre, which counts as certified without training
+        fresh = {k for k in active if self.curvatures[k] is not None and not np.isfinite(outcomes[k].lower).any()}
+        at_centres = 0
         previous, ratio, floors = {}, {}, {k: floor for k, (_, floor) in radii.items()}
         anderson = {k: _Anderson(ANDERSON_DEPTH) for k in active}
         for _ in range(CHORD_MAX_STEPS):
@@ -332,16 +430,23 @@ class _Engine:
                 [self.penalty_for(self.folds[k].train.size) for k in active],
                 [centres[k][0] for k in active], [centres[k][1] for k in active])
             moves, check, finished = {}, [], []
-            for k, (gradient, values) in zip(active, gradients):
+            for k, (gradient, margins, slopes) in zip(active, gradients):
                 z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
                 step = solvers[k](gradient)
+                curved = self.curvatures[k] is not None
+                if curved:
+                    outcome = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
+                    if outcome is not None and not self._open(outcome):
+                        outcomes[k] = outcome
+                        at_centres += int(outcome.decided.sum()) if k in fresh else 0
+                        continue
                 size = np.linalg.norm(step)
                 if size <= 4 * EPS * (1.0 + np.linalg.norm(z)) or size > CHORD_CONTRACTION * previous.get(k, np.inf):
                     finished.append(k)
                     continue
-                if k not in ratio:  # the centre's radius, measured by the first certification
+                if not curved and k not in ratio:  # the centre's radius, measured by the first certification
                     ratio[k] = radii[k][0] / size
-                elif self._promising(k, values, max(ratio[k] * size, floors[k])):
+                elif not curved and self._promising(k, margins[self.folds[k].test], max(ratio[k] * size, floors[k])):
                     check.append(k)
                 previous[k], moves[k] = size, anderson[k].next(z, -step)
             for k, (outcome, radius, floor) in zip(check, self._certify(check, [centres[k] for k in check])):
@@ -356,7 +461,8 @@ class _Engine:
                 outcomes[k] = outcome
             for k, z in moves.items():
                 centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
-            active = list(moves)
+            active, fresh = list(moves), set()
+        return at_centres
 
     def _settle_on_X(self, outcomes, indices, work_solutions):
         """Solve the folds ``indices`` on X to rounding level (no early stop), from their solutions
@@ -376,6 +482,7 @@ class _Engine:
             print(f"[glru cross-validation] {message}", flush=True)
 
 
+SUBSAMPLE_STRIDE = 8  # the rough full fit's Hessians use every 8th row (a9a.t: 6 steps, 7 ms less than trust-ncg)
 HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then polish
 CHORD_MAX_STEPS = 50
 ANDERSON_DEPTH = 3
@@ -384,6 +491,12 @@ CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING
 VALUE_RTOL = 1e-9
+
+
+def _open_outcome(size):
+    """Bounds that decide nothing, for a fold to be iterated."""
+    infinite = np.full(size, np.inf)
+    return HeldOutOutcome(-infinite, infinite, np.zeros(size), None, 0.0, solved=False)
 
 
 class _Anderson:
@@ -419,6 +532,7 @@ class _FoldChecker:
     def __init__(self, X, y, loss, fit_intercept, coef, intercept):
         self.X, self.y, self.loss, self.fit_intercept = X, y, loss, fit_intercept
         self.full = Problem(X, y, loss, None, fit_intercept)  # for its column sums; no objective
+        self.XT = self.full.XT
         self.row_norms = np.sqrt(row_norms_sq(X))
         stored = X.nnz if sp.issparse(X) else X.size
         self.block = max(1, max(BLOCK_FLOATS, stored // 4) // (2 * sum(X.shape)))
@@ -429,18 +543,19 @@ class _FoldChecker:
             self.deviation_norms = self.spread_norms = _deviation_norms(X, self.x_ref)
 
     def gradients(self, folds, dropped, penalties, coefs, intercepts):
-        """(∇F_T, held-out decision values) at each centre, in order: the sum form of
-        :mod:`glru.newton_centres`, X_Tᵀℓ' + a_T·Pz, from two products per block of folds."""
+        """(∇F_T, margins of every row, slopes ℓ' of the training rows (0 elsewhere)) at each
+        centre, in order: the sum form of :mod:`glru.newton_centres`, X_Tᵀℓ' + a_T·Pz, from two
+        products per block of folds."""
         for part, W, b, U in self._margin_blocks(coefs, intercepts):
             slopes = self.loss.derivative(self.y[:, None], U)
             for j, rows in enumerate(dropped[part]):
                 slopes[rows, j] = 0.0
-            G = np.asarray(self.X.T @ slopes)
+            G = np.asarray(self.XT @ slopes)
             G += W * np.array([f.train.size * p.lam for f, p in zip(folds[part], penalties[part])])
             if self.fit_intercept:
                 G = np.vstack([G, slopes.sum(axis=0)])
-            for j, fold in enumerate(folds[part]):
-                yield G[:, j], U[fold.test, j]
+            for j in range(G.shape[1]):
+                yield G[:, j], U[:, j], slopes[:, j]
 
     def certificates(self, folds, penalties, coefs, intercepts, to_X=None):
         """(Certificate, GapEvaluation, held-out decision values) for each fold, in order.
@@ -450,7 +565,7 @@ class _FoldChecker:
             for j, fold in enumerate(folds[part]):
                 alpha = -self.loss.derivative(self.y[fold.train], U[fold.train, j])
                 A[fold.train, j] = enforce_zero_sum(alpha)[0] if self.fit_intercept else alpha
-            XtA = np.asarray(self.X.T @ A)
+            XtA = np.asarray(self.XT @ A)
             for j, (fold, pen) in enumerate(zip(folds[part], penalties[part])):
                 cert, ev = self._certificate(fold, pen, W[:, j], b[j], U[fold.train, j], A[fold.train, j], XtA[:, j])
                 yield cert, ev, U[fold.test, j]

@@ -57,6 +57,7 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from scipy.sparse.linalg import LinearOperator, cg
 
+from .blas import single_threaded_blas
 from .bounds import dual_radius
 from .cross_validation import _Clock
 from .duality import EPS, gap_allowance, sound_gap
@@ -167,7 +168,7 @@ def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept):
     (n_classes,), centred."""
     # folds run in parallel through joblib (n_jobs); inside one, BLAS threads cost more than they
     # give (digits raw, leave-one-out: 21 s of fold solves with 2 threads, 8 s with one)
-    with _single_threaded_blas():
+    with single_threaded_blas():
         return _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept)
 
 
@@ -316,7 +317,7 @@ class _Engine:
         outcomes = [None] * len(self.folds)
         centres = {}
         self.n_certified = 0
-        with _single_threaded_blas():  # many small products: threads cost more than they give
+        with single_threaded_blas():  # many small products: threads cost more than they give
             for block in self._blocks(complete):
                 self._run_block(block, outcomes, centres)
         self._say(f"certified {self.n_certified} of {sum(f.test.size for f in self.folds)} held-out predictions "
@@ -584,18 +585,6 @@ def _loss_hessian(X, P, basis, fit_intercept):
     HWb = Ht[:, :d, :, d].reshape(K * d, K) @ basis
     Hbb = basis.T @ Ht[:, d, :, d] @ basis
     return np.block([[HWW, HWb], [HWb.T, Hbb]])
-
-
-def _single_threaded_blas():
-    """BLAS limited to one thread (threadpoolctl, a scikit-learn dependency) for the blocks of
-    folds: their products are small (folds·K × n × d), and spinning BLAS threads slow such calls
-    by orders of magnitude when other processes use the CPU."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        import contextlib
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 class _Factor:

@@ -27,6 +27,9 @@ import scipy.sparse as sp
 
 from .problem import row_slices
 
+BLOCK_GRAMS_FLOATS = 1 << 20  # the folds' Gram matrices are kept up to 8 MiB
+
+
 class NewtonCentres:
     """Hessian of the full objective at (coef, intercept), and Newton steps of its folds.
 
@@ -38,20 +41,38 @@ class NewtonCentres:
     coef, intercept : where the Hessian is evaluated, and the origin of :meth:`step`.
     strength : float
         a = n·λ of the full-data problem.
+    blocks : list of index arrays, optional
+        Disjoint row sets whose Gram matrices :meth:`fold_solver` will need (K-fold's held-out
+        rows): formed once, and summed into the Hessian.
     """
 
-    def __init__(self, X, y, loss, fit_intercept, coef, intercept, strength):
+    def __init__(self, X, y, loss, fit_intercept, coef, intercept, strength, blocks=None):
         self.X, self.y, self.loss, self.fit_intercept = X, y, loss, fit_intercept
+        self.XT = X.T  # kept: scipy validates a transposed sparse matrix anew on every .T
         self.strength = strength
         self.mask = np.ones(X.shape[1] + fit_intercept)  # P: the intercept is not penalized
         if fit_intercept:
             self.mask[-1] = 0.0
         z = self._join(coef, intercept)
-        self.curvatures = loss.second_derivative(y, self._margins(z))
-        self.hessian = self._gram(None, self.curvatures) + np.diag(strength * self.mask)
+        self.margins = self._margins(z)
+        self.curvatures = loss.second_derivative(y, self.margins)
+        self.block_grams = self._block_grams(blocks)
+        if self.block_grams:
+            covered = np.concatenate(blocks)
+            rest = np.setdiff1d(np.arange(X.shape[0]), covered)
+            gram = sum(self.block_grams) + self._gram(rest, self.curvatures[rest])
+        else:
+            gram = self._gram(None, self.curvatures)
+        self.hessian = gram + np.diag(strength * self.mask)
         self._factor = self._counts = None
-        self.z = z
-        self.slopes = loss.derivative(y, self._margins(z))
+        self.recentre(coef, intercept, self.margins)
+
+    def recentre(self, coef, intercept, margins=None):
+        """Move the origin of :meth:`step` to (coef, intercept), keeping the Hessian (and its
+        factor, and ``margins``, where it was evaluated): the folds' steps from there are then
+        chord steps, which the certificates account for (:mod:`glru.curvature`)."""
+        self.z = self._join(coef, intercept)
+        self.slopes = self.loss.derivative(self.y, self._margins(self.z) if margins is None else margins)
         self.loss_gradient = self._transpose_times(None, self.slopes)
 
     def full_solver(self, g):
@@ -73,9 +94,22 @@ class NewtonCentres:
             return None
         return (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
 
-    def fold_solver(self, held_out, strength):
-        """g ↦ ∇²F_T⁻¹ g for the fold without rows ``held_out`` (a factorization kept for
-        further steps with the same matrix), or None if that Hessian is not positive definite.
+    def _block_grams(self, blocks):
+        """X̃_BᵀDX̃_B of each of the disjoint row sets ``blocks`` (the folds' held-out rows), kept
+        for :meth:`fold_solver` when they fit in ``BLOCK_GRAMS_FLOATS``; their sum is most of
+        the Hessian, which then costs nothing more. Empty if not kept."""
+        dim = self.mask.shape[0]
+        if not blocks or len(blocks) * dim * dim > BLOCK_GRAMS_FLOATS:
+            return []
+        if sum(b.size for b in blocks) != np.unique(np.concatenate(blocks)).size:
+            return []  # overlapping sets: not a partition
+        return [self._gram(b, self.curvatures[b]) for b in blocks]
+
+    def fold_solver(self, held_out, strength, block=None):
+        """A :class:`FoldSolver`, g ↦ ∇²F_T⁻¹ g for the fold without rows ``held_out`` (a
+        factorization kept for further steps with the same matrix), or None if that Hessian is
+        not positive definite. ``block``: the index of ``held_out`` among the blocks the object
+        was built with, whose kept Gram matrix is then reused.
 
         Features with no stored entry in the fold's training rows are decoupled exactly: their
         Hessian rows are a_T·e_j, which the downdate S − X̃_VᵀDX̃_V only reproduces up to
@@ -83,27 +117,22 @@ class NewtonCentres:
         optimum, so a held-out row made only of such features gets the decision value 0 (and
         the label) an exact refit gives it."""
         rows = np.asarray(held_out)
+        upper = None
         try:
             if abs(strength - self.strength) <= 1e-12 * self.strength and 4 * rows.shape[0] < self.mask.shape[0]:
-                solver = self._woodbury_solver(rows)
+                solve = self._woodbury_solver(rows)
             else:
-                hessian = self.hessian + np.diag((strength - self.strength) * self.mask) \
-                    - self._gram(rows, self.curvatures[rows])
-                factor = scipy.linalg.cho_factor(hessian)
-                solver = lambda g: scipy.linalg.cho_solve(factor, g)  # noqa: E731
+                gram = self.block_grams[block] if block is not None and self.block_grams \
+                    else self._gram(rows, self.curvatures[rows])
+                hessian = self.hessian + np.diag((strength - self.strength) * self.mask) - gram
+                upper = scipy.linalg.cholesky(hessian)
+                solve = lambda g: scipy.linalg.cho_solve((upper, False), g)  # noqa: E731
         except (np.linalg.LinAlgError, ValueError):
             return None
         if self._counts is None:
             self._counts = self._column_counts(None)
         unseen = np.flatnonzero(self._counts == self._column_counts(rows))
-        if unseen.size == 0:
-            return solver
-
-        def decoupled(g):
-            step = solver(g)
-            step[unseen] = g[unseen] / strength
-            return step
-        return decoupled
+        return FoldSolver(solve, upper, unseen, strength)
 
     def _column_counts(self, rows):
         """Stored entries per feature column of X_R (R = all rows when ``rows`` is None)."""
@@ -122,8 +151,8 @@ class NewtonCentres:
 
     def _transpose_times(self, rows, v):
         """X̃_Rᵀv (R = all rows when ``rows`` is None)."""
-        block = self.X if rows is None else self.X[rows]
-        out = np.asarray(block.T @ v).ravel()
+        transposed = self.XT if rows is None else self.X[rows].T
+        out = np.asarray(transposed @ v).ravel()
         return np.append(out, v.sum()) if self.fit_intercept else out
 
     def _gram(self, rows, weights):
@@ -173,3 +202,19 @@ class NewtonCentres:
             Sinv_g = scipy.linalg.cho_solve(factor, g)
             return Sinv_g + Sinv_Et @ scipy.linalg.lu_solve(capacitance, E @ Sinv_g)
         return solver
+
+
+class FoldSolver:
+    """g ↦ M⁻¹g for one fold's Hessian M (callable), with M's upper Cholesky factor ``upper``
+    (M = UᵀU) when the fold's Hessian was formed and factored directly (None with Woodbury).
+    Features ``unseen`` by the fold's training rows are solved as g_j / a_T (see
+    :meth:`NewtonCentres.fold_solver`)."""
+
+    def __init__(self, solve, upper, unseen, strength):
+        self._solve, self.upper, self.unseen, self.strength = solve, upper, unseen, strength
+
+    def __call__(self, g):
+        step = self._solve(g)
+        if self.unseen.size:
+            step[self.unseen] = g[self.unseen] / self.strength
+        return step

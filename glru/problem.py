@@ -28,6 +28,11 @@ class Problem:
         self._cache_key, self._cache_margins = None, None
         self._cache_curvature = None
 
+    @cached_property
+    def XT(self):
+        """Xᵀ, kept: scipy validates a transposed sparse matrix anew on every ``.T`` (0.2 ms on a9a.t)."""
+        return self.X.T
+
     # ---- data summaries (lazy: certificates need them, a plain solve does not)
     @cached_property
     def abs_X(self):
@@ -85,7 +90,7 @@ class Problem:
         """
         u = self.margins(w, b)
         alpha = self.dual_point(u)
-        Xt_alpha = self.X.T @ alpha
+        Xt_alpha = self.XT @ alpha
         if self.penalty.lam == 0:
             alpha, Xt_alpha = self._scale_into_dual_domain(alpha, Xt_alpha)
         return assemble_gap(self.loss, self.penalty, self.y, w, u, alpha, Xt_alpha,
@@ -114,7 +119,7 @@ class Problem:
     def grad(self, z):
         w, b = self.split(z)
         g_u = self.loss.derivative(self.y, self.margins(w, b)) / self.n
-        g_w = self.X.T @ g_u + self.penalty.lam * w
+        g_w = self.XT @ g_u + self.penalty.lam * w
         return np.append(g_w, g_u.sum()) if self.fit_intercept else g_w
 
     def hessp(self, z, v):
@@ -126,7 +131,7 @@ class Problem:
         curv = self._cache_curvature[1]
         v_w, v_b = self.split(v)
         t = curv * (self.X @ v_w + v_b)
-        h_w = self.X.T @ t + self.penalty.lam * v_w
+        h_w = self.XT @ t + self.penalty.lam * v_w
         return np.append(h_w, t.sum()) if self.fit_intercept else h_w
 
 

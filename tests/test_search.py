@@ -198,13 +198,19 @@ def test_a_start_point_changes_the_time_not_the_result(shape, fit_intercept, nee
     def problem(C):
         model = search_module.linear_model(LogisticRegression(C=C, fit_intercept=fit_intercept))
         return search_module._cross_validation_problem(model, X, y, np.array([0, 1]), splits, range(len(splits)))
-    iterations, solve = [], cross_validation_module.solve
+    iterations, solve, newton = [], cross_validation_module.solve, cross_validation_module.subsampled_newton
 
     def counted(*args, **kwargs):
         result = solve(*args, **kwargs)
         iterations.append(result.n_iter)
         return result
+
+    def counted_newton(*args, **kwargs):  # the rough fit where folds are certified by curvature
+        result = newton(*args, **kwargs)
+        iterations.append(result[2])
+        return result
     monkeypatch.setattr(cross_validation_module, "solve", counted)
+    monkeypatch.setattr(cross_validation_module, "subsampled_newton", counted_newton)
 
     def run(init):
         """The result from ``init`` at C = 0.5, and the iterations of its full fit's first solve."""
