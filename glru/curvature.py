@@ -54,7 +54,7 @@ from .duality import EPS
 
 MAX_CONDITION_ROUNDING = 1e-6  # κ(U)·d·u above this: the factor is too ill-conditioned to certify with
 MAX_LOG_SHIFT = 30.0  # νδ beyond this: the bounds would be e^{30} times the gradient, useless
-BLOCK_FLOATS = 1 << 17  # held-out rows are made dense this many floats at a time
+BLOCK_FLOATS = 1 << 15  # held-out rows are made dense this many floats (256 KiB) at a time
 
 
 def gamma(k):
