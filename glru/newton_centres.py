@@ -43,7 +43,8 @@ class NewtonCentres:
         a = n·λ of the full-data problem.
     blocks : list of index arrays, optional
         Disjoint row sets whose Gram matrices :meth:`fold_solver` will need (K-fold's held-out
-        rows): formed once, and summed into the Hessian.
+        rows): formed once, summed into the Hessian, and released by the fold solver that uses
+        each.
     """
 
     def __init__(self, X, y, loss, fit_intercept, coef, intercept, strength, blocks=None):
@@ -105,6 +106,11 @@ class NewtonCentres:
             return []  # overlapping sets: not a partition
         return [self._gram(b, self.curvatures[b]) for b in blocks]
 
+    def _take_block_gram(self, block):
+        """The kept Gram matrix of ``block``, released: each fold factors its Hessian once."""
+        gram, self.block_grams[block] = self.block_grams[block], None
+        return gram
+
     def fold_solver(self, held_out, strength, block=None):
         """A :class:`FoldSolver`, g ↦ ∇²F_T⁻¹ g for the fold without rows ``held_out`` (a
         factorization kept for further steps with the same matrix), or None if that Hessian is
@@ -122,8 +128,8 @@ class NewtonCentres:
             if abs(strength - self.strength) <= 1e-12 * self.strength and 4 * rows.shape[0] < self.mask.shape[0]:
                 solve = self._woodbury_solver(rows)
             else:
-                gram = self.block_grams[block] if block is not None and self.block_grams \
-                    else self._gram(rows, self.curvatures[rows])
+                gram = self._take_block_gram(block) if block is not None and self.block_grams else None
+                gram = self._gram(rows, self.curvatures[rows]) if gram is None else gram
                 hessian = self.hessian + np.diag((strength - self.strength) * self.mask) - gram
                 upper = scipy.linalg.cholesky(hessian)
                 solve = lambda g: scipy.linalg.cho_solve((upper, False), g)  # noqa: E731
