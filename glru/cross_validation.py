@@ -278,12 +278,15 @@ class _Engine:
         n = self.X.shape[0]
         strength = max([self.steps.strength] + [f.train.size * self.penalty_for(f.train.size).lam for f in self.folds])
         tau = hessian_error(float(self.steps.curvatures @ self.xt_norms ** 2), strength, n, dim)
+        # per fold: τ ≥ ‖H_ref − UᵀU‖₂ and the reference margins u (None: the full fit's; see
+        # :meth:`_reference`), both changed when the fold's reference is refreshed (:meth:`_refresh`)
+        self.taus, self.references = [tau] * len(self.folds), [None] * len(self.folds)
+        self.refreshes = [0] * len(self.folds)
         out = []
-        for fold, solver in zip(self.folds, self.fold_solvers):
+        for k, (fold, solver) in enumerate(zip(self.folds, self.fold_solvers)):
             curvature = None
             if solver is not None and solver.upper is not None and fold.test.size:
-                curvature = FoldCurvature(solver.upper, self.X[fold.test], self.fit_intercept,
-                                          float(self.xt_norms[fold.train].max(initial=0.0)), tau, nu)
+                curvature = self._fold_curvature(k, solver, tau)
             out.append(curvature if curvature is not None and curvature.usable else None)
         return out
 
@@ -301,26 +304,78 @@ class _Engine:
             out[k] = self._curvature_outcome(k, z, gradient, margins, slopes, self.fold_solvers[k](gradient), False)
         return out
 
+    def _fold_curvature(self, k, solver, tau):
+        fold = self.folds[k]
+        return FoldCurvature(solver.upper, self.X, fold.train, fold.test, self.fit_intercept, tau,
+                             self.loss.self_concordance, self.checker.row_norms, self.checker.full.abs_X)
+
     def _curvature_outcome(self, k, z, gradient, margins, slopes, step, solved):
         """Bounds of :mod:`glru.curvature` on fold k's held-out values at z, with the fold's
-        Hessian factored at the full fit (margins ``self.steps.margins``) as M, or None."""
+        Hessian factored at its reference margins (:meth:`_reference`) as M, or None."""
         fold, dropped, d = self.folds[k], self.dropped[k], self.X.shape[1]
         w_norm, b = np.linalg.norm(z[:d]), abs(z[d]) if self.fit_intercept else 0.0
         errors = margin_error(self.checker.row_norms * w_norm + b, d)  # of the computed margins
         errors[dropped] = 0.0  # only the training rows count, here and below
-        moved = np.abs(margins - self.steps.margins) + errors
+        moved = np.abs(margins - self._reference(k)) + errors
         moved[dropped] = 0.0
         shift = float(np.max(moved, initial=0.0))
         strength = fold.train.size * self.penalty_for(fold.train.size).lam
         gradient_error = gamma(self.X.shape[0] + d + 32) * float(np.abs(slopes) @ self.xt_norms) \
             + self.loss.smoothness * float(errors @ self.xt_norms) + 4 * EPS * strength * w_norm
-        bounds = self.curvatures[k].bounds(z, gradient, gradient_error, step, margins[fold.test], shift)
+        bounds = self.curvatures[k].bounds(z, gradient, gradient_error, step, margins[fold.test], shift,
+                                           refine=lambda lower, upper: self._open_rows(lower, upper, 0.5 * (lower + upper)))
         if bounds is None:
             return None
         lower, upper, centre, beta = bounds
         point = z - beta * step
         coef, intercept = (point[:d], point[d]) if self.fit_intercept else (point, 0.0)
         return HeldOutOutcome(lower, upper, centre, coef if self.need == "values" else None, intercept, solved)
+
+    def _reference(self, k):
+        """Fold k's reference margins u: its Hessian is Σ_T ℓ''(u_i) x̃_i x̃_iᵀ + a_T P. The full fit's
+        margins, with those of the rows refreshed since (kept as (rows, margins): a few rows)."""
+        if self.references[k] is None:
+            return self.steps.margins
+        rows, values = self.references[k]
+        reference = self.steps.margins.copy()
+        reference[rows] = values
+        return reference
+
+    def _refresh(self, k, margins):
+        """Re-evaluate fold k's reference Hessian where its iterate (``margins``, of every row) has
+        moved training margins by more than ``REFERENCE_SHIFT``: when they are that far, the chord
+        steps contract slowly and the certificate's e^{νδ} is large. Only those rows' curvatures
+        change (u_i ← margins_i), a Gram matrix of those rows added to UᵀU and factored again: a
+        Newton step's Hessian for what matters, at a fraction of its cost. The theorem takes any
+        reference margins, not only those of one point. Returns whether it was refreshed."""
+        fold, dropped = self.folds[k], self.dropped[k]
+        reference = self._reference(k)
+        moved = np.abs(margins - reference)
+        moved[dropped] = 0.0
+        if not np.max(moved, initial=0.0) > REFRESH_SHIFT or self.refreshes[k] >= MAX_REFRESHES:
+            return False
+        rows = np.flatnonzero(moved > REFERENCE_SHIFT)
+        change = self.loss.second_derivative(self.y[rows], margins[rows]) \
+            - self.loss.second_derivative(self.y[rows], reference[rows])
+        solver = self.steps.updated_solver(self.fold_solvers[k], rows, change)
+        if solver is None:
+            return False
+        # ‖H_ref − U'ᵀU'‖ ≤ τ + the rounding of UᵀU, of the rows' Gram matrix, of their sum and of
+        # the new factorization: :func:`hessian_error` of trace(UᵀU) + Σ_R |ΔD_i|‖x̃_i‖²
+        old = self.fold_solvers[k].upper
+        dim = old.shape[0]
+        scale = float(np.sum(old * old)) + float(np.abs(change) @ self.xt_norms[rows] ** 2)
+        tau = self.taus[k] + hessian_error(scale, 0.0, rows.size + dim, dim)
+        curvature = self._fold_curvature(k, solver, tau)
+        self.refreshes[k] += 1
+        if not curvature.usable:
+            return False
+        changed = rows if self.references[k] is None else np.union1d(self.references[k][0], rows)
+        reference = reference.copy() if self.references[k] is None else reference
+        reference[rows] = margins[rows]
+        self.references[k] = (changed, reference[changed])
+        self.fold_solvers[k], self.curvatures[k], self.taus[k] = solver, curvature, tau
+        return True
 
     def _certify(self, indices, centres, on_X=False, final=True, thorough=False):
         """(outcome, radius, floor) for the folds ``indices`` at the given centres, in the
@@ -389,9 +444,14 @@ class _Engine:
         return not outcome.settled and self._open_bounds(outcome.lower, outcome.upper, outcome.values)
 
     def _open_bounds(self, lower, upper, values):
+        return bool(np.any(self._open_rows(lower, upper, values)))
+
+    def _open_rows(self, lower, upper, values):
+        """Mask of the held-out rows these bounds leave open: sign undecided (labels), or
+        wider than ``VALUE_RTOL`` (values)."""
         if self.need == "values":
-            return bool(np.any(~(upper - lower <= VALUE_RTOL * np.maximum(1.0, np.abs(values)))))
-        return not np.all((lower > 0) | (upper <= 0))
+            return ~(upper - lower <= VALUE_RTOL * np.maximum(1.0, np.abs(values)))
+        return ~((lower > 0) | (upper <= 0))
 
     def _solve(self, indices, data, centres, stop_early=True):
         """Solve the folds from the centres through joblib; with ``stop_early`` (and labels
@@ -436,6 +496,12 @@ class _Engine:
                 curved = self.curvatures[k] is not None
                 if curved:
                     outcome = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
+                    if (outcome is None or self._open(outcome)) and self._refresh(k, margins):
+                        # a Newton step, and bounds at the same point from the refreshed Hessian
+                        step = solvers[k](gradient)
+                        outcome = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
+                        previous.pop(k, None)
+                        anderson[k] = _Anderson(ANDERSON_DEPTH)
                     if outcome is not None and not self._open(outcome):
                         outcomes[k] = outcome
                         at_centres += int(outcome.decided.sum()) if k in fresh else 0
@@ -487,6 +553,12 @@ HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then p
 CHORD_MAX_STEPS = 50
 ANDERSON_DEPTH = 3
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
+# a fold's reference Hessian is refreshed where its iterate has moved some training margin by more
+# than REFRESH_SHIFT from the reference (the chord then contracts by about e^{νδ} − 1 ≥ 0.28 a step),
+# at the rows moved by more than REFERENCE_SHIFT; at most MAX_REFRESHES times
+REFRESH_SHIFT = 0.25
+REFERENCE_SHIFT = 0.2
+MAX_REFRESHES = 8
 
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING

@@ -51,10 +51,11 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from .duality import EPS
+from .problem import row_norms_sq
 
 MAX_CONDITION_ROUNDING = 1e-6  # κ(U)·d·u above this: the factor is too ill-conditioned to certify with
 MAX_LOG_SHIFT = 30.0  # νδ beyond this: the bounds would be e^{30} times the gradient, useless
-BLOCK_FLOATS = 1 << 15  # held-out rows are made dense this many floats (256 KiB) at a time
+BLOCK_FLOATS = 1 << 17  # products of held-out rows with U⁻¹ are formed this many floats (1 MiB) at a time
 
 
 def gamma(k):
@@ -81,15 +82,20 @@ class FoldCurvature:
     Parameters
     ----------
     upper : (d̃, d̃) ndarray, the upper Cholesky factor U of the fold's reference Hessian M.
-    X_test : ndarray or CSR, the held-out rows (without the intercept column).
+    X : ndarray or CSR, all rows (without the intercept column); the fold's rows are read from
+        it, not copied.
+    train, test : index arrays of the fold's training and held-out rows.
     fit_intercept : bool
-    max_train_norm : float ≥ max_T ‖x̃_i‖₂.
     tau : float ≥ ‖H_ref − UᵀU‖₂ (:func:`hessian_error`).
     nu : float, the loss's self-concordance (|ℓ'''| ≤ νℓ'').
+    row_norms : ndarray, optional
+        ‖x_i‖₂ of every row of X (computed if not given).
+    magnitudes : ndarray or CSR, optional
+        |X| (X itself when no value is negative; computed if not given).
     """
 
-    def __init__(self, upper, X_test, fit_intercept, max_train_norm, tau, nu):
-        self.upper, self.X_test, self.fit_intercept, self.nu = upper, X_test, fit_intercept, nu
+    def __init__(self, upper, X, train, test, fit_intercept, tau, nu, row_norms=None, magnitudes=None):
+        self.upper, self.X, self.test, self.fit_intercept, self.nu = upper, X, test, fit_intercept, nu
         dim = upper.shape[0]
         inverse, info = scipy.linalg.lapack.dtrtri(upper, lower=0)  # U⁻¹: M⁻¹ = U⁻¹U⁻ᵀ
         inverse = inverse if info == 0 else np.full_like(upper, np.nan)  # info > 0: U singular
@@ -98,21 +104,23 @@ class FoldCurvature:
         self.usable = bool(np.isfinite(condition_rounding) and condition_rounding <= MAX_CONDITION_ROUNDING)
         self.N = 2.0 * inverse_norm_sq  # ≥ ‖M⁻¹‖₂: Frobenius ≥ spectral, 2 for the inverse's rounding
         self.theta = tau * self.N
-        self.K = max_train_norm * np.sqrt(self.N)
-        # ‖x̃‖_{M⁻¹} = ‖U⁻ᵀx̃‖ = ‖x̃ᵀU⁻¹‖, widened by its relative rounding, at most ‖x̃‖√N;
-        # a block of rows at a time (dense blocks of ≤ 1 MiB)
-        computed, norms = [], []
-        rows_per_block = max(1, BLOCK_FLOATS // dim)
-        for start in range(0, X_test.shape[0], rows_per_block):
-            block = X_test[start:start + rows_per_block]
-            block = block.toarray() if sp.issparse(block) else np.asarray(block, dtype=float)
-            if fit_intercept:
-                block = np.hstack([block, np.ones((block.shape[0], 1))])
-            computed.append(np.sqrt(np.sum((block @ inverse) ** 2, axis=1)))
-            norms.append(np.sqrt(np.sum(block * block, axis=1)))
-        computed = np.concatenate(computed) * (1 + 2 * condition_rounding) if computed else np.zeros(0)
-        self.test_norms = (np.concatenate(norms) if norms else np.zeros(0)) * (1 + gamma(dim + 2))
-        self.metric_norms = np.minimum(computed, self.test_norms * np.sqrt(self.N))
+        # ‖x̃‖_{M⁻¹} = ‖U⁻ᵀx̃‖ = ‖x̃ᵀU⁻¹‖ = ‖Σ_j x̃_j U⁻¹[j, :]‖ ≤ Σ_j |x̃_j|·‖U⁻¹[j, :]‖ (triangle
+        # inequality: one pass over |X| for the held-out rows and K), and ≤ ‖x̃‖√N; computed
+        # exactly (:meth:`_exact_norms`) only for the held-out rows whose bounds these leave
+        # open. All are widened by the relative rounding of the computed inverse and of the sums.
+        self.widening = (1 + 2 * condition_rounding) * (1 + gamma(dim + 2)) ** 2
+        d = X.shape[1]
+        if magnitudes is None:
+            magnitudes = abs(X) if (X.data if sp.issparse(X) else X).min(initial=0.0) < 0 else X
+        inverse_row_norms = np.sqrt(np.einsum("ij,ij->i", inverse, inverse))
+        triangle = (np.asarray(magnitudes @ inverse_row_norms[:d]).ravel()
+                    + (inverse_row_norms[d] if fit_intercept else 0.0)) * self.widening
+        norms = np.sqrt((row_norms ** 2 if row_norms is not None else row_norms_sq(X)) + fit_intercept)
+        norms *= 1 + gamma(dim + 2)
+        self.K = min(float(norms[train].max(initial=0.0)) * np.sqrt(self.N), float(triangle[train].max(initial=0.0)))
+        self.test_norms = norms[test]
+        self.metric_norms = np.minimum(triangle[test], self.test_norms * np.sqrt(self.N))
+        self.exact = np.zeros(test.size, dtype=bool)  # held-out rows whose metric_norms are exact
         self.usable = self.usable and self.theta < 0.5
 
     def times(self, p):
@@ -122,14 +130,16 @@ class FoldCurvature:
         err = gamma(2 * self.upper.shape[0] + 4) * np.linalg.norm(np.abs(self.upper.T) @ (np.abs(self.upper) @ np.abs(p)))
         return Mp, err
 
-    def bounds(self, z, gradient, gradient_error, step, values, shift):
+    def bounds(self, z, gradient, gradient_error, step, values, shift, refine=None):
         """(lower, upper, centre, β) of the held-out decision values x̃·z* by the theorem, or None
         where νKγ ≥ c₀ (the point is too far from the optimum for it).
 
         z : the current point (coef, then intercept); gradient, gradient_error : ∇F(z) as
         computed and a bound on the 2-norm of its error; step : p (any vector; a chord step
         M⁻¹g gives the narrowest bounds); values : the held-out x̃·z as computed; shift : δ,
-        including the computed margins' rounding errors."""
+        including the computed margins' rounding errors; refine : callable(lower, upper) -> mask
+        of the rows still open under these bounds, whose ‖x̃‖_{M⁻¹} are then computed exactly
+        instead of bounded (None: bounds only)."""
         Mp, product_error = self.times(step)
         root_N = np.sqrt(self.N)
         residual = root_N * (np.linalg.norm(gradient - Mp) * (1 + 4 * EPS) + product_error + gradient_error)
@@ -155,10 +165,36 @@ class FoldCurvature:
         # rounding of x̃·z (the caller's values) and of x̃·p: γ_d·‖x̃‖·‖v‖ (Cauchy–Schwarz)
         rounding = gamma(2 * z.size + 32) * self.test_norms * (np.linalg.norm(z) + beta * np.linalg.norm(step)) \
             + 4 * EPS * np.abs(centre)
-        half = self.metric_norms * (eps * g_norm + beta * residual) * (1 + 16 * EPS) + rounding
+        width = (eps * g_norm + beta * residual) * (1 + 16 * EPS)
+        half = self.metric_norms * width + rounding
+        if refine is not None:  # only rows that even the smallest norm ‖x̃‖/‖U‖₂ could settle
+            least = self.test_norms / (self.widening * np.sqrt(float(np.sum(self.upper * self.upper)))) * width
+            rows = np.flatnonzero(refine(centre - half, centre + half) & ~refine(centre - least, centre + least)
+                                  & ~self.exact)
+            if rows.size:
+                self._exact_norms(rows)
+                half[rows] = self.metric_norms[rows] * width + rounding[rows]
         return centre - half, centre + half, centre, beta
 
+    def _exact_norms(self, rows):
+        """Replace the bounds on ‖x̃‖_{M⁻¹} of the held-out ``rows`` by the computed norms ‖U⁻ᵀx̃‖
+        (a triangular solve, backward stable: relative error within the condition-number
+        widening), a block of rows at a time."""
+        dim = self.upper.shape[0]
+        size = max(1, BLOCK_FLOATS // dim)
+        for part in range(0, rows.size, size):
+            chosen = rows[part:part + size]
+            block = self.X[self.test[chosen]]
+            block = block.toarray() if sp.issparse(block) else np.asarray(block, dtype=float)
+            if self.fit_intercept:
+                block = np.hstack([block, np.ones((block.shape[0], 1))])
+            solved = scipy.linalg.solve_triangular(self.upper, block.T, trans="T", lower=False)
+            exact = np.sqrt(np.einsum("ij,ij->j", solved, solved)) * self.widening
+            self.metric_norms[chosen] = np.minimum(self.metric_norms[chosen], exact)
+        self.exact[rows] = True
+
     def _held_out(self, v):
+        """x̃·v for the held-out rows (from a product with all of X: no copy of the rows kept)."""
         if self.fit_intercept:
-            return np.asarray(self.X_test @ v[:-1]).ravel() + v[-1]
-        return np.asarray(self.X_test @ v).ravel()
+            return np.asarray(self.X @ v[:-1]).ravel()[self.test] + v[-1]
+        return np.asarray(self.X @ v).ravel()[self.test]

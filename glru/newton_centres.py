@@ -140,6 +140,18 @@ class NewtonCentres:
         unseen = np.flatnonzero(self._counts == self._column_counts(rows))
         return FoldSolver(solve, upper, unseen, strength)
 
+    def updated_solver(self, solver, rows, weights):
+        """The :class:`FoldSolver` of UᵀU + X̃_Rᵀ diag(weights) X̃_R, U = ``solver.upper`` (a directly
+        factored fold): the fold's Hessian with the curvature of the rows R changed by ``weights``
+        (any sign), e.g. re-evaluated where the fold's iterate has moved them. None if that
+        matrix is not positive definite."""
+        hessian = solver.upper.T @ solver.upper + self._gram(rows, weights)
+        try:
+            upper = scipy.linalg.cholesky(hessian)
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+        return FoldSolver(lambda g: scipy.linalg.cho_solve((upper, False), g), upper, solver.unseen, solver.strength)
+
     def _column_counts(self, rows):
         """Stored entries per feature column of X_R (R = all rows when ``rows`` is None)."""
         block = self.X if rows is None else self.X[rows]
@@ -162,27 +174,8 @@ class NewtonCentres:
         return np.append(out, v.sum()) if self.fit_intercept else out
 
     def _gram(self, rows, weights):
-        """X̃_Rᵀ diag(weights) X̃_R as a dense array, a chunk of rows at a time."""
-        block = self.X if rows is None else self.X[rows]
-        d = block.shape[1]
-        gram = np.zeros((d + self.fit_intercept,) * 2)
-        # sparse products pay a fixed cost per call (index conversions): far larger chunks than
-        # the default (a weighted copy of 2**20 stored values is 12 MiB)
-        for chunk in row_slices(block, entries=1 << 20 if sp.issparse(block) else 1 << 15):
-            part, w = block[chunk], weights[chunk]
-            if sp.issparse(part):
-                weighted = part.multiply(w[:, None]).tocsr()
-                gram[:d, :d] += (part.T @ weighted).toarray()
-                column = np.asarray(weighted.sum(axis=0)).ravel()
-            else:
-                weighted = part * w[:, None]
-                gram[:d, :d] += part.T @ weighted
-                column = weighted.sum(axis=0)
-            if self.fit_intercept:
-                gram[:d, d] += column
-                gram[d, :d] += column
-                gram[d, d] += w.sum()
-        return gram
+        """X̃_Rᵀ diag(weights) X̃_R (R = all rows when ``rows`` is None)."""
+        return weighted_gram(self.X if rows is None else self.X[rows], weights, self.fit_intercept)
 
     def _full_factor(self):
         if self._factor is None:
@@ -224,3 +217,31 @@ class FoldSolver:
         if self.unseen.size:
             step[self.unseen] = g[self.unseen] / self.strength
         return step
+
+
+def weighted_gram(X, weights, fit_intercept):
+    """X̃ᵀ diag(weights) X̃ as a dense (d̃, d̃) array, X̃ = [X, 1] with an intercept, a chunk of rows
+    at a time; weights of any sign."""
+    d = X.shape[1]
+    gram = np.zeros((d + fit_intercept,) * 2)
+    # sparse products pay a fixed cost per call (index conversions): far larger chunks than
+    # the default (a weighted copy of 2**20 stored values is 12 MiB)
+    entries = 1 << 20 if sp.issparse(X) else 1 << 15
+    chunks = [slice(None)] if (X.nnz if sp.issparse(X) else X.size) <= entries else row_slices(X, entries)
+    for chunk in chunks:
+        part, w = X[chunk] if chunk != slice(None) else X, weights[chunk]
+        if sp.issparse(part):
+            # the stored values scaled in a copy (multiply() would go through COO)
+            weighted = part.copy()
+            weighted.data *= np.repeat(w, np.diff(part.indptr))
+            gram[:d, :d] += (part.T @ weighted).toarray()
+            column = np.asarray(weighted.sum(axis=0)).ravel()
+        else:
+            weighted = part * w[:, None]
+            gram[:d, :d] += part.T @ weighted
+            column = weighted.sum(axis=0)
+        if fit_intercept:
+            gram[:d, d] += column
+            gram[d, :d] += column
+            gram[d, d] += w.sum()
+    return gram

@@ -24,13 +24,14 @@ import ctypes
 import warnings
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
 from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
-from .newton_centres import NewtonCentres
+from .newton_centres import NewtonCentres, weighted_gram
 from .penalties import L2
 from .problem import Problem
 
@@ -363,23 +364,34 @@ def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4)
 def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=20, decrement_rtol=1e-3):
     """A rough L2 optimum by Newton steps whose Hessian is formed on every ``stride``-th row only
     (scaled up; O(nnz/stride·d + d³) a step), each backtracked until the objective decreases.
-    Stops where the Newton decrement gᵀH⁻¹g (≈ twice the suboptimality) is at most
+    The sampled Hessian's diagonal is raised to the exact one where it falls short (one pass
+    over X's squared values): a feature rare in the sample would otherwise get almost no
+    curvature, and its steps would overshoot (on a9a.t, stride 8: 10 halved steps instead of 5
+    full ones). Stops where the Newton decrement gᵀH⁻¹g (≈ twice the suboptimality) is at most
     ``decrement_rtol`` times the objective, or after ``max_steps``: beyond that point the
     sampled Hessian's error makes its steps converge only linearly, and a Hessian on all rows
-    (chord steps) does better. Only a starting point: nothing downstream trusts it. Returns (coef, intercept)."""
+    (chord steps) does better. Only a starting point: nothing downstream trusts it. Returns
+    (coef, intercept, steps taken)."""
     n = problem.n
     rows = np.arange(0, n, stride)
-    X_rows, y_rows = problem.X[rows], problem.y[rows]
+    X_rows = problem.X[rows]
     z = problem.join(np.zeros(problem.d) if coef is None else coef, intercept)
     f, taken = problem.fun(z), 0
+    penalty_diagonal = np.append(np.full(problem.d, problem.penalty.lam), [0.0] * problem.fit_intercept)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for _ in range(max_steps):
             c, b = problem.split(z)
-            # mean form: H ≈ (1/|R|) X̃_RᵀD_RX̃_R + λP, i.e. the sum form on R with strength |R|·λ
-            sample = NewtonCentres(X_rows, y_rows, problem.loss, problem.fit_intercept, c, b,
-                                   rows.size * problem.penalty.lam)
             g = problem.grad(z)
-            step = rows.size * sample.full_solver(g)
+            # mean form: H ≈ (1/|R|) X̃_RᵀD_RX̃_R + λP, its diagonal raised to the exact one's
+            curvatures = problem.loss.second_derivative(problem.y, problem.margins(c, b)) / n
+            hessian = weighted_gram(X_rows, curvatures[rows] * (n / rows.size), problem.fit_intercept)
+            exact = np.append(weighted_column_squares(problem.X, curvatures), [curvatures.sum()] * problem.fit_intercept)
+            diagonal = np.diag_indices_from(hessian)
+            hessian[diagonal] = np.maximum(hessian[diagonal] + penalty_diagonal, exact + penalty_diagonal)
+            try:
+                step = scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), g)
+            except (np.linalg.LinAlgError, ValueError):
+                break
             if not np.all(np.isfinite(step)) or g @ step <= decrement_rtol * f:
                 break
             t = 1.0
@@ -392,6 +404,16 @@ def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=
                 break
             z, f, taken = z - t * step, f_new, taken + 1
     return (*problem.split(z), taken)
+
+
+def weighted_column_squares(X, weights):
+    """Σ_i weights_i X_ij² for every column j, without a copy of X (a sparse X's squared values
+    share its index arrays)."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        squares = sp.csr_matrix((X.data * X.data, X.indices, X.indptr), shape=X.shape, copy=False)
+        return np.asarray(squares.T @ weights).ravel()
+    return np.einsum("ij,i,ij->j", X, weights, X)
 
 
 def dense_newton_solve(problem):

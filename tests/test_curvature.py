@@ -47,8 +47,7 @@ def _bounds(seed, n, d, C, fit_intercept, loss, reference_noise, point_noise):
         return None
     X_tilde = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
     tau = hessian_error(float(centres.curvatures @ np.sum(X_tilde ** 2, axis=1)), a, n, X_tilde.shape[1])
-    curvature = FoldCurvature(solver.upper, X[held_out], fit_intercept,
-                              float(np.linalg.norm(X_tilde[train], axis=1).max()), tau, loss.self_concordance)
+    curvature = FoldCurvature(solver.upper, X, train, held_out, fit_intercept, tau, loss.self_concordance)
     optimum = _exact(X[train], y[train], loss, a, fit_intercept)
     z = optimum + point_noise * rng.standard_normal(optimum.size)
     g = _gradient(X[train], y[train], loss, a, fit_intercept, z)
@@ -88,7 +87,7 @@ def test_far_points_are_not_certified():
     """νKγ ≥ c₀: the theorem says nothing, and no bounds are returned."""
     X, y = random_problem(0, 40, 3, "logistic")
     upper = scipy.linalg.cholesky(np.eye(4))
-    curvature = FoldCurvature(upper, X[:5], True, 10.0, 0.0, 1.0)
+    curvature = FoldCurvature(upper, X, np.arange(5, 40), np.arange(5), True, 0.0, 1.0)
     assert curvature.bounds(np.zeros(4), np.full(4, 10.0), 0.0, np.full(4, 10.0), np.zeros(5), 0.0) is None
 
 
