@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
+from .anderson import ANDERSON_DEPTH, Anderson
 from .blas import single_threaded_blas
 from .bounds import primal_radius, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
@@ -44,7 +45,7 @@ from .duality import EPS, enforce_zero_sum
 from .held_out import HeldOutOutcome
 from .intercept import RowSums
 from .newton_centres import NewtonCentres
-from .problem import Problem, assemble_gap, col_norms_sq, dual_domain_terms, row_norms_sq
+from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, row_norms_sq
 from .solver import polish, solve, solve_held_out, subsampled_newton
 from .span import RowSpan
 
@@ -119,6 +120,7 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
 
 class _Engine:
     def __init__(self, X, y, loss, folds, penalty_for, fit_intercept, need, parallel, init=None):
+        X = compact_indices(X)
         self.X, self.y, self.loss, self.folds, self.init = X, y, loss, folds, init
         self.penalty_for, self.fit_intercept, self.need, self.parallel = penalty_for, fit_intercept, need, parallel
         self.verbose = parallel["verbose"]
@@ -226,7 +228,7 @@ class _Engine:
                               blocks=blocks)
         try:
             coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
-                                     newton_solve=lambda g, _: n * chord.full_solver(g))
+                                     newton_solve=lambda g, _: n * chord.full_solver(g), accelerate=True)
         except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: the solve below finishes
             pass
         if not problem.duality_gap(coef, intercept).converged(self.full_tol):
@@ -481,7 +483,7 @@ class _Engine:
         fresh = {k for k in active if self.curvatures[k] is not None and not np.isfinite(outcomes[k].lower).any()}
         at_centres = 0
         previous, ratio, floors = {}, {}, {k: floor for k, (_, floor) in radii.items()}
-        anderson = {k: _Anderson(ANDERSON_DEPTH) for k in active}
+        anderson = {k: Anderson(ANDERSON_DEPTH) for k in active}
         for _ in range(CHORD_MAX_STEPS):
             if not active:
                 break
@@ -501,7 +503,7 @@ class _Engine:
                         step = solvers[k](gradient)
                         outcome = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
                         previous.pop(k, None)
-                        anderson[k] = _Anderson(ANDERSON_DEPTH)
+                        anderson[k] = Anderson(ANDERSON_DEPTH)
                     if outcome is not None and not self._open(outcome):
                         outcomes[k] = outcome
                         at_centres += int(outcome.decided.sum()) if k in fresh else 0
@@ -551,7 +553,6 @@ class _Engine:
 SUBSAMPLE_STRIDE = 8  # the rough full fit's Hessians (curvature path) use every 8th row, if ≥ 4·d̃ rows remain
 HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then polish
 CHORD_MAX_STEPS = 50
-ANDERSON_DEPTH = 3
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
 # a fold's reference Hessian is refreshed where its iterate has moved some training margin by more
 # than REFRESH_SHIFT from the reference (the chord then contracts by about e^{νδ} − 1 ≥ 0.28 a step),
@@ -569,25 +570,6 @@ def _open_outcome(size):
     """Bounds that decide nothing, for a fold to be iterated."""
     infinite = np.full(size, np.inf)
     return HeldOutOutcome(-infinite, infinite, np.zeros(size), None, 0.0, solved=False)
-
-
-class _Anderson:
-    """Anderson acceleration of a fixed-point iteration z ← z + f(z) (here f = −H₀⁻¹∇F, the
-    chord step): the next point combines the last few steps so as to cancel their residuals in
-    the least-squares sense (Walker & Ni, SIAM J. Numer. Anal. 49, 2011). Only a centre: every
-    point is certified, so acceleration can cost speed, never exactness."""
-
-    def __init__(self, depth):
-        self.depth, self.points, self.steps = depth, [], []
-
-    def next(self, z, f):
-        self.points, self.steps = (self.points + [z])[-self.depth - 1:], (self.steps + [f])[-self.depth - 1:]
-        if len(self.steps) < 2:
-            return z + f
-        dF, dZ = np.diff(self.steps, axis=0), np.diff(self.points, axis=0)
-        gamma = np.linalg.lstsq(dF.T, f, rcond=None)[0]
-        accelerated = z + f - (dZ + dF).T @ gamma
-        return accelerated if np.all(np.isfinite(accelerated)) else z + f
 
 
 class _FoldChecker:

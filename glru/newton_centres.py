@@ -25,7 +25,6 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .problem import row_slices
 
 BLOCK_GRAMS_FLOATS = 1 << 20  # the folds' Gram matrices are kept up to 8 MiB
 
@@ -175,7 +174,7 @@ class NewtonCentres:
 
     def _gram(self, rows, weights):
         """X̃_Rᵀ diag(weights) X̃_R (R = all rows when ``rows`` is None)."""
-        return weighted_gram(self.X if rows is None else self.X[rows], weights, self.fit_intercept)
+        return weighted_gram(self.X, weights, self.fit_intercept, rows)
 
     def _full_factor(self):
         if self._factor is None:
@@ -219,17 +218,21 @@ class FoldSolver:
         return step
 
 
-def weighted_gram(X, weights, fit_intercept):
-    """X̃ᵀ diag(weights) X̃ as a dense (d̃, d̃) array, X̃ = [X, 1] with an intercept, a chunk of rows
-    at a time; weights of any sign."""
+def weighted_gram(X, weights, fit_intercept, rows=None):
+    """X̃_Rᵀ diag(weights) X̃_R as a dense (d̃, d̃) array, X̃ = [X, 1] with an intercept, R = ``rows``
+    (all rows if None; ``weights`` are R's), a chunk of rows at a time; weights of any sign."""
     d = X.shape[1]
     gram = np.zeros((d + fit_intercept,) * 2)
-    # sparse products pay a fixed cost per call (index conversions): far larger chunks than
-    # the default (a weighted copy of 2**20 stored values is 12 MiB)
-    entries = 1 << 20 if sp.issparse(X) else 1 << 15
-    chunks = [slice(None)] if (X.nnz if sp.issparse(X) else X.size) <= entries else row_slices(X, entries)
-    for chunk in chunks:
-        part, w = X[chunk] if chunk != slice(None) else X, weights[chunk]
+    count = X.shape[0] if rows is None else len(rows)
+    per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else d
+    # sparse products pay a fixed cost per call (index conversions), but their temporaries (the
+    # chunk, its weighted copy and SciPy's format conversion) are copies: 2**15 stored values a
+    # chunk keeps them near 1 MiB, at the speed of larger chunks
+    size = max(1, int((1 << 15) // max(per_row, 1.0)))
+    for start in range(0, count, size):
+        chunk = slice(start, start + size)
+        part = X[chunk] if rows is None else X[rows[chunk]]
+        w = weights[chunk]
         if sp.issparse(part):
             # the stored values scaled in a copy (multiply() would go through COO)
             weighted = part.copy()

@@ -210,6 +210,15 @@ def col_norms_sq(X):
     return total
 
 
+def compact_indices(X):
+    """A CSR X with 32-bit index arrays where they fit (a copy of the indices only; the values
+    are shared), else X. Every sparse transpose or row selection otherwise makes its own 32-bit
+    copy of 64-bit indices (SciPy downcasts them): several copies of X's index array."""
+    if not sp.issparse(X) or X.indices.dtype == np.int32 or max(X.nnz, X.shape[1]) >= np.iinfo(np.int32).max:
+        return X
+    return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape, copy=False)
+
+
 def row_slices(X, entries=1 << 15):
     """Slices of consecutive rows of X holding about ``entries`` stored values each (d per row
     when dense): the unit in which temporaries derived from X are built, so that they stay

@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
+from .anderson import ANDERSON_DEPTH, Anderson
 from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
 from .newton_centres import NewtonCentres, weighted_gram
@@ -316,7 +317,7 @@ def warn_not_converged(result, tol):
         )
 
 
-def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
+def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate=False):
     """Newton steps from a solved point until the gradient stops shrinking (L2 penalty only).
 
     A duality gap cannot resolve the optimum better than its rounding allowance: at a relative
@@ -331,14 +332,18 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None):
     """
     if problem.penalty.kappa > 0:
         return coef, intercept
-    z = newton_polish(problem.join(coef, intercept), problem.grad, problem.hessp, max_steps, newton_solve)
+    z = newton_polish(problem.join(coef, intercept), problem.grad, problem.hessp, max_steps, newton_solve,
+                      accelerate=accelerate)
     return problem.split(z)
 
 
-def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4):
+def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4, accelerate=False):
     """The loop of :func:`polish` on a flat parameter vector z of any smooth objective given by
     ``grad(z)`` and ``hessp(z, v)``: Newton steps (CG to relative residual ``cg_rtol``, or
-    ``newton_solve(g, z)``) while ‖g‖ shrinks. Returns z."""
+    ``newton_solve(g, z)``) while ‖g‖ shrinks. ``accelerate``: the next point combines the last
+    steps (:class:`glru.anderson.Anderson`), for chord steps (a frozen Hessian: linear
+    convergence). Returns z."""
+    anderson = Anderson(ANDERSON_DEPTH) if accelerate else None
     g = grad(z)
     # near separation the curvature underflows: CG can break down (0/0) and a step can blow up;
     # such a step is not taken (its gradient is not smaller), and the polish ends where it is
@@ -351,7 +356,7 @@ def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4)
                 step, _ = cg(hessian, -g, rtol=cg_rtol, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × cg_rtol a step
             if not np.all(np.isfinite(step)):
                 break
-            z_new = z + step
+            z_new = z + step if anderson is None else anderson.next(z, step)
             g_new = grad(z_new)
             if not np.linalg.norm(g_new) < np.linalg.norm(g):
                 break
