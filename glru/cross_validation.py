@@ -356,7 +356,10 @@ class _Engine:
         moved[dropped] = 0.0
         if not np.max(moved, initial=0.0) > REFRESH_SHIFT or self.refreshes[k] >= MAX_REFRESHES:
             return False
-        rows = np.flatnonzero(moved > REFERENCE_SHIFT)
+        # the rows moved most, at most a REFRESH_MAX_FRACTION of them: the update's cost is their
+        # Gram matrix (a sparse Hessian costs ~100 gradients on w8a), its gain the shift left
+        threshold = max(REFERENCE_SHIFT, float(np.quantile(moved[fold.train], 1.0 - REFRESH_MAX_FRACTION)))
+        rows = np.flatnonzero(moved > threshold)
         change = self.loss.second_derivative(self.y[rows], margins[rows]) \
             - self.loss.second_derivative(self.y[rows], reference[rows])
         solver = self.steps.updated_solver(self.fold_solvers[k], rows, change)
@@ -559,6 +562,7 @@ CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
 # at the rows moved by more than REFERENCE_SHIFT; at most MAX_REFRESHES times
 REFRESH_SHIFT = 0.25
 REFERENCE_SHIFT = 0.2
+REFRESH_MAX_FRACTION = 0.1
 MAX_REFRESHES = 8
 
 # decision values count as pinned down when certified to this relative width; anything wider is

@@ -372,14 +372,14 @@ def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=
     The sampled Hessian's diagonal is raised to the exact one where it falls short (one pass
     over X's squared values): a feature rare in the sample would otherwise get almost no
     curvature, and its steps would overshoot (on a9a.t, stride 8: 10 halved steps instead of 5
-    full ones). Stops where the Newton decrement gᵀH⁻¹g (≈ twice the suboptimality) is at most
+    full ones). Where a step still has to be shortened, the sample is not to be trusted: L-BFGS
+    (gradients only) finishes the rough solve (w8a: 0.15 s instead of 0.8 s for the same gap). Stops where the Newton decrement gᵀH⁻¹g (≈ twice the suboptimality) is at most
     ``decrement_rtol`` times the objective, or after ``max_steps``: beyond that point the
     sampled Hessian's error makes its steps converge only linearly, and a Hessian on all rows
     (chord steps) does better. Only a starting point: nothing downstream trusts it. Returns
     (coef, intercept, steps taken)."""
     n = problem.n
     rows = np.arange(0, n, stride)
-    X_rows = problem.X[rows]
     z = problem.join(np.zeros(problem.d) if coef is None else coef, intercept)
     f, taken = problem.fun(z), 0
     penalty_diagonal = np.append(np.full(problem.d, problem.penalty.lam), [0.0] * problem.fit_intercept)
@@ -389,7 +389,7 @@ def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=
             g = problem.grad(z)
             # mean form: H ≈ (1/|R|) X̃_RᵀD_RX̃_R + λP, its diagonal raised to the exact one's
             curvatures = problem.loss.second_derivative(problem.y, problem.margins(c, b)) / n
-            hessian = weighted_gram(X_rows, curvatures[rows] * (n / rows.size), problem.fit_intercept)
+            hessian = weighted_gram(problem.X, curvatures[rows] * (n / rows.size), problem.fit_intercept, rows)
             exact = np.append(weighted_column_squares(problem.X, curvatures), [curvatures.sum()] * problem.fit_intercept)
             diagonal = np.diag_indices_from(hessian)
             hessian[diagonal] = np.maximum(hessian[diagonal] + penalty_diagonal, exact + penalty_diagonal)
@@ -408,7 +408,22 @@ def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=
             else:
                 break
             z, f, taken = z - t * step, f_new, taken + 1
+            if t < 1.0:  # the sample misjudges the curvature (w8a: steps halved one after another)
+                z = _limited_memory_bfgs(problem, z, LBFGS_ROUGH_STEPS, decrement_rtol)
+                break
     return (*problem.split(z), taken)
+
+
+LBFGS_ROUGH_STEPS = 50
+
+
+def _limited_memory_bfgs(problem, z, max_steps, rtol):
+    """SciPy's L-BFGS-B from z, at most ``max_steps`` iterations, stopped when an iteration
+    lowers the objective by less than ``rtol``·1e-3 of it. Gradients only: where a Hessian,
+    even a sampled one, costs many gradients and misjudges the curvature."""
+    result = minimize(lambda v: (problem.fun(v), problem.grad(v)), z, jac=True, method="L-BFGS-B",
+                      options=dict(maxiter=max_steps, ftol=1e-3 * rtol, gtol=0.0))
+    return result.x if np.all(np.isfinite(result.x)) and result.fun <= problem.fun(z) else z
 
 
 def weighted_column_squares(X, weights):

@@ -102,3 +102,93 @@ def test_k_fold_logistic_is_certified_by_curvature_and_exact():
         exact = X[fold.test] @ optimum[:-1] + optimum[-1]
         assert np.all(outcome.lower <= exact) and np.all(exact <= outcome.upper)
         np.testing.assert_array_equal(outcome.labels, (exact > 0).astype(int))
+
+
+def _hybrid_bounds(seed, n, d, C, fit_intercept, moved_fraction, far):
+    """The refresh of :meth:`glru.cross_validation._Engine._refresh`: a fold's Hessian factored at
+    one point's margins, then updated (:meth:`NewtonCentres.updated_solver`) to another point's
+    margins on a subset of the training rows only. The reference margins u are then of no
+    single point. Returns (lower, upper, exact held-out values) at a point near the fold's
+    optimum, or None where the theorem gives no bounds."""
+    rng = np.random.default_rng(seed)
+    X, y = random_problem(seed, n, d, "logistic", sparse=seed % 2 == 1, scale=3.0)
+    held_out = rng.choice(n, size=max(1, n // 5), replace=False)
+    train = np.setdiff1d(np.arange(n), held_out)
+    a, loss = 1.0 / C, Logistic()
+    full = _exact(X, y, loss, a, fit_intercept)
+    w_ref, b_ref = (full[:-1], full[-1]) if fit_intercept else (full, 0.0)
+    centres = NewtonCentres(X, y, loss, fit_intercept, w_ref, b_ref, a)
+    solver = centres.fold_solver(held_out, a)
+    if solver is None or solver.upper is None:
+        return None
+    X_tilde = np.hstack([X.toarray() if hasattr(X, "toarray") else X, np.ones((n, 1))]) if fit_intercept \
+        else (X.toarray() if hasattr(X, "toarray") else X)
+    optimum = _exact(X[train], y[train], loss, a, fit_intercept)
+    other = optimum + far * rng.standard_normal(optimum.size)  # another point: its margins for some rows
+    rows = rng.choice(train, size=max(1, int(moved_fraction * train.size)), replace=False)
+    reference = centres.margins.copy()
+    reference[rows] = X_tilde[rows] @ other
+    change = loss.second_derivative(y[rows], reference[rows]) - loss.second_derivative(y[rows], centres.margins[rows])
+    updated = centres.updated_solver(solver, rows, change)
+    if updated is None:
+        return None
+    norms_sq = np.sum(X_tilde ** 2, axis=1)
+    tau = hessian_error(float(centres.curvatures @ norms_sq), a, n, X_tilde.shape[1])
+    tau += hessian_error(float(np.sum(solver.upper ** 2)) + float(np.abs(change) @ norms_sq[rows]), 0.0,
+                         rows.size + X_tilde.shape[1], X_tilde.shape[1])
+    curvature = FoldCurvature(updated.upper, X, train, held_out, fit_intercept, tau, loss.self_concordance)
+    z = optimum + 1e-6 * rng.standard_normal(optimum.size)
+    g = _gradient(X[train], y[train], loss, a, fit_intercept, z)
+    margins = X_tilde @ z
+    shift = float(np.max(np.abs(margins[train] - reference[train]))) * (1 + 1e-12) + 1e-12
+    bounds = curvature.bounds(z, g, 1e-13 * (1 + np.abs(g).sum()), updated(g), margins[held_out], shift,
+                              refine=lambda lower, upper: ~((lower > 0) | (upper <= 0)))
+    if bounds is None:
+        return None
+    return bounds[0], bounds[1], X_tilde[held_out] @ optimum
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(15, 80), d=st.integers(1, 8), C=st.floats(1e-1, 1e2),
+       fit_intercept=st.booleans(), moved_fraction=st.sampled_from([0.05, 0.3, 1.0]),
+       far=st.sampled_from([1e-3, 0.1, 1.0]))
+def test_property_refreshed_reference_bounds_contain_the_exact_held_out_values(seed, n, d, C, fit_intercept,
+                                                                               moved_fraction, far):
+    result = _hybrid_bounds(seed, n, d, C, fit_intercept, moved_fraction, far)
+    if result is None:
+        return
+    lower, upper, exact = result
+    slack = 1e-12 * (1 + np.abs(exact))
+    assert np.all(lower <= exact + slack) and np.all(exact - slack <= upper)
+
+
+def test_refreshed_reference_bounds_are_not_vacuous():
+    """With the reference refreshed near the optimum, the bounds follow the gradient (1e-6 here)."""
+    result = _hybrid_bounds(4, 80, 5, 1.0, True, 1.0, 1e-3)
+    assert result is not None
+    lower, upper, exact = result
+    assert np.all(lower <= exact) and np.all(exact <= upper) and np.max(upper - lower) < 1e-4
+
+
+def test_k_fold_with_refreshed_references_matches_exact_refits(monkeypatch):
+    """Nearly separable sparse data (as mushrooms): the fold optima move some training margins far
+    from the full fit's, the engine refreshes the folds' reference Hessians, and every held-out
+    label still equals an exact refit's."""
+    from glru import cross_validation as engine
+
+    refreshed = []
+    original = engine._Engine._refresh
+
+    def spy(self, k, margins):
+        done = original(self, k, margins)
+        refreshed.append(done)
+        return done
+    monkeypatch.setattr(engine._Engine, "_refresh", spy)
+    X, y = random_problem(11, 400, 12, "logistic", sparse=True, density=0.3, scale=4.0)
+    folds = [Fold(np.setdiff1d(np.arange(400), test), test) for test in np.array_split(np.arange(400), 4)]
+    result = cross_validate(X, y, Logistic(), folds, lambda m: L2(1.0 / (m * 10.0)), True)
+    assert any(refreshed)
+    for fold, outcome in zip(folds, result.outcomes):
+        optimum = _exact(X[fold.train], y[fold.train], Logistic(), 0.1, True)
+        exact = X[fold.test] @ optimum[:-1] + optimum[-1]
+        np.testing.assert_array_equal(outcome.labels, (exact > 0).astype(int))
