@@ -44,7 +44,7 @@ from .curvature import FoldCurvature, gamma, hessian_error
 from .duality import EPS, enforce_zero_sum
 from .held_out import HeldOutOutcome
 from .intercept import RowSums
-from .newton_centres import NewtonCentres
+from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, row_norms_sq
 from .solver import polish, solve, solve_held_out, subsampled_newton
 from .span import RowSpan
@@ -130,9 +130,8 @@ class _Engine:
         self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS else None
         self.work_X = self.span.Z if self.span is not None else X
         self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM
-        everything = np.arange(n)
         # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
-        self.dropped = [np.setdiff1d(everything, f.train, assume_unique=True) for f in folds]
+        self.dropped = [outside(f.train, n) for f in folds]
         # folds certified by :mod:`glru.curvature`: losses with |ℓ‴| ≤ νℓ″, coordinates of X, small
         # d̃, folds large enough to be factored directly (K-fold; leave-one-out uses Woodbury)
         dim = d + fit_intercept

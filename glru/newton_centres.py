@@ -58,8 +58,7 @@ class NewtonCentres:
         self.curvatures = loss.second_derivative(y, self.margins)
         self.block_grams = self._block_grams(blocks)
         if self.block_grams:
-            covered = np.concatenate(blocks)
-            rest = np.setdiff1d(np.arange(X.shape[0]), covered)
+            rest = outside(np.concatenate(blocks), X.shape[0])
             gram = sum(self.block_grams) + self._gram(rest, self.curvatures[rest])
         else:
             gram = self._gram(None, self.curvatures)
@@ -101,7 +100,7 @@ class NewtonCentres:
         dim = self.mask.shape[0]
         if not blocks or len(blocks) * dim * dim > BLOCK_GRAMS_FLOATS:
             return []
-        if sum(b.size for b in blocks) != np.unique(np.concatenate(blocks)).size:
+        if np.bincount(np.concatenate(blocks), minlength=self.X.shape[0]).max(initial=0) > 1:
             return []  # overlapping sets: not a partition
         return [self._gram(b, self.curvatures[b]) for b in blocks]
 
@@ -216,6 +215,13 @@ class FoldSolver:
         if self.unseen.size:
             step[self.unseen] = g[self.unseen] / self.strength
         return step
+
+
+def outside(rows, n):
+    """The sorted indices of 0..n−1 not in ``rows`` (a mask: O(n), where np.setdiff1d sorts)."""
+    mask = np.ones(n, dtype=bool)
+    mask[rows] = False
+    return np.flatnonzero(mask)
 
 
 def weighted_gram(X, weights, fit_intercept, rows=None):
