@@ -275,7 +275,7 @@ class _Engine:
         coordinates, or a factor too ill-conditioned to certify with)."""
         if not self.curved:
             return [None] * len(self.folds)
-        nu, dim = self.loss.self_concordance, self.steps.hessian.shape[0]
+        dim = self.steps.hessian.shape[0]
         n = self.X.shape[0]
         strength = max([self.steps.strength] + [f.train.size * self.penalty_for(f.train.size).lam for f in self.folds])
         tau = hessian_error(float(self.steps.curvatures @ self.xt_norms ** 2), strength, n, dim)
@@ -323,8 +323,10 @@ class _Engine:
         strength = fold.train.size * self.penalty_for(fold.train.size).lam
         gradient_error = gamma(self.X.shape[0] + d + 32) * float(np.abs(slopes) @ self.xt_norms) \
             + self.loss.smoothness * float(errors @ self.xt_norms) + 4 * EPS * strength * w_norm
+        def still_open(lower, upper):
+            return self._open_rows(lower, upper, 0.5 * (lower + upper))
         bounds = self.curvatures[k].bounds(z, gradient, gradient_error, step, margins[fold.test], shift,
-                                           refine=lambda lower, upper: self._open_rows(lower, upper, 0.5 * (lower + upper)))
+                                           refine=still_open)
         if bounds is None:
             return None
         lower, upper, centre, beta = bounds
