@@ -376,7 +376,11 @@ class _Engine:
         self.refreshes[k] += 1
         if not curvature.usable:
             return False
-        changed = rows if self.references[k] is None else np.union1d(self.references[k][0], rows)
+        changed = rows
+        if self.references[k] is not None:  # a mask, where np.union1d would sort
+            mask = np.zeros(margins.size, dtype=bool)
+            mask[self.references[k][0]], mask[rows] = True, True
+            changed = np.flatnonzero(mask)
         reference = reference.copy() if self.references[k] is None else reference
         reference[rows] = margins[rows]
         self.references[k] = (changed, reference[changed])
