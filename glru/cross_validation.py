@@ -363,6 +363,7 @@ class _Engine:
         rows = np.flatnonzero(moved > threshold)
         change = self.loss.second_derivative(self.y[rows], margins[rows]) \
             - self.loss.second_derivative(self.y[rows], reference[rows])
+        self.refreshes[k] += 1  # attempts, failed ones included: MAX_REFRESHES bounds the work
         solver = self.steps.updated_solver(self.fold_solvers[k], rows, change)
         if solver is None:
             return False
@@ -373,7 +374,6 @@ class _Engine:
         scale = float(np.sum(old * old)) + float(np.abs(change) @ self.xt_norms[rows] ** 2)
         tau = self.taus[k] + hessian_error(scale, 0.0, rows.size + dim, dim)
         curvature = self._fold_curvature(k, solver, tau)
-        self.refreshes[k] += 1
         if not curvature.usable:
             return False
         changed = rows

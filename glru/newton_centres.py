@@ -25,7 +25,6 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-
 BLOCK_GRAMS_FLOATS = 1 << 20  # the folds' Gram matrices are kept up to 8 MiB
 
 
@@ -130,7 +129,7 @@ class NewtonCentres:
                 gram = self._gram(rows, self.curvatures[rows]) if gram is None else gram
                 hessian = self.hessian + np.diag((strength - self.strength) * self.mask) - gram
                 upper = scipy.linalg.cholesky(hessian)
-                solve = lambda g: scipy.linalg.cho_solve((upper, False), g)  # noqa: E731
+                solve = _cholesky_solve(upper)
         except (np.linalg.LinAlgError, ValueError):
             return None
         if self._counts is None:
@@ -148,7 +147,7 @@ class NewtonCentres:
             upper = scipy.linalg.cholesky(hessian)
         except (np.linalg.LinAlgError, ValueError):
             return None
-        return FoldSolver(lambda g: scipy.linalg.cho_solve((upper, False), g), upper, solver.unseen, solver.strength)
+        return FoldSolver(_cholesky_solve(upper), upper, solver.unseen, solver.strength)
 
     def _column_counts(self, rows):
         """Stored entries per feature column of X_R (R = all rows when ``rows`` is None)."""
@@ -215,6 +214,11 @@ class FoldSolver:
         if self.unseen.size:
             step[self.unseen] = g[self.unseen] / self.strength
         return step
+
+
+def _cholesky_solve(upper):
+    """g ↦ M⁻¹g for M = UᵀU, U = ``upper``."""
+    return lambda g: scipy.linalg.cho_solve((upper, False), g)
 
 
 def outside(rows, n):

@@ -199,14 +199,19 @@ def row_norms_sq(X):
     return row_norms(X if X.format == "csr" else X.tocsr(), squared=True)
 
 
-def col_norms_sq(X):
-    """‖X_{:j}‖² for every column (dense or sparse), a block of rows at a time (no copy of X)."""
+def col_norms_sq(X, weights=None):
+    """‖X_{:j}‖² for every column (dense or sparse), or Σ_i weights_i X_ij² (the diagonal of
+    XᵀDX), a block of rows at a time (no copy of X)."""
     if not sp.issparse(X):
-        return np.einsum("ij,ij->j", X, X)
+        return np.einsum("ij,ij->j", X, X) if weights is None else np.einsum("ij,i,ij->j", X, weights, X)
+    X = X.tocsr()
     total = np.zeros(X.shape[1])
-    for rows in row_slices(X):
-        block = X[rows]
-        total += np.asarray(block.multiply(block).sum(axis=0)).ravel()
+    for rows in row_slices(X):  # the stored values of these rows, as views of X's arrays
+        start, stop = X.indptr[rows.start], X.indptr[min(rows.stop, X.shape[0])]
+        squares = X.data[start:stop] ** 2
+        if weights is not None:
+            squares *= np.repeat(weights[rows], np.diff(X.indptr[rows.start:rows.stop + 1]))
+        total += np.bincount(X.indices[start:stop], weights=squares, minlength=X.shape[1])
     return total
 
 
