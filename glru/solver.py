@@ -34,7 +34,7 @@ from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
 from .newton_centres import NewtonCentres, weighted_gram
 from .penalties import L2
-from .problem import Problem, col_norms_sq
+from .problem import Problem, col_norms_sq, row_norms_sq
 
 METHODS = ("auto", "newton", "liblinear", "l-bfgs-b")
 
@@ -367,30 +367,35 @@ def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4,
 
 
 def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=20, decrement_rtol=1e-3):
-    """A rough L2 optimum by Newton steps whose Hessian is formed on every ``stride``-th row only
-    (scaled up; O(nnz/stride·d + d³) a step), each backtracked until the objective decreases.
-    The sampled Hessian's diagonal is raised to the exact one where it falls short (one pass
-    over X's squared values): a feature rare in the sample would otherwise get almost no
-    curvature, and its steps would overshoot (on a9a.t, stride 8: 10 halved steps instead of 5
-    full ones). Where a step still has to be shortened, the sample is not to be trusted: L-BFGS
-    (gradients only) finishes the rough solve (w8a: 0.27 s instead of 0.77 s). Stops where the
-    Newton decrement gᵀH⁻¹g (≈ twice the suboptimality) is at most ``decrement_rtol`` times the
-    objective, or after ``max_steps``: beyond that point the
-    sampled Hessian's error makes its steps converge only linearly, and a Hessian on all rows
-    (chord steps) does better. Only a starting point: nothing downstream trusts it. Returns
-    (coef, intercept, steps taken)."""
+    """A rough L2 optimum by Newton steps whose Hessian is formed on about n/``stride`` rows
+    (O(nnz/stride·d + d³) a step), each backtracked until the objective decreases.
+
+    The rows are drawn with probabilities proportional to their share of the Hessian's trace,
+    D_i‖x̃_i‖² (:func:`curvature_sample`), and weighted by the inverse: an unbiased estimate
+    that keeps every row of large curvature. Near separation most rows have almost none and a
+    few carry the Hessian; every ``stride``-th row misses them (w8a: the third step overshot,
+    where the sample's steps now follow the exact Newton's 8 steps). The sampled Hessian's
+    diagonal is raised to the exact one where it falls short (one pass over X's squared
+    values): a feature rare in the sample would otherwise get almost no curvature. Where a step
+    still has to be shortened, the sample is not to be trusted: L-BFGS (gradients only)
+    finishes the rough solve. Stops where the Newton decrement gᵀH⁻¹g (≈ twice the
+    suboptimality) is at most ``decrement_rtol`` times the objective, or after ``max_steps``:
+    beyond that point the sampled Hessian's error makes its steps converge only linearly, and a
+    Hessian on all rows (chord steps) does better. Only a starting point: nothing downstream
+    trusts it. Returns (coef, intercept, steps taken)."""
     n = problem.n
-    rows = np.arange(0, n, stride)
     z = problem.join(np.zeros(problem.d) if coef is None else coef, intercept)
     f, taken = problem.fun(z), 0
     penalty_diagonal = np.append(np.full(problem.d, problem.penalty.lam), [0.0] * problem.fit_intercept)
+    sizes = row_norms_sq(problem.X) + problem.fit_intercept  # ‖x̃_i‖²
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for _ in range(max_steps):
             c, b = problem.split(z)
             g = problem.grad(z)
-            # mean form: H ≈ (1/|R|) X̃_RᵀD_RX̃_R + λP, its diagonal raised to the exact one's
+            # mean form: H ≈ (1/n) Σ_R (D_i/p_i) x̃_i x̃_iᵀ + λP, its diagonal raised to the exact one's
             curvatures = problem.loss.second_derivative(problem.y, problem.margins(c, b)) / n
-            hessian = weighted_gram(problem.X, curvatures[rows] * (n / rows.size), problem.fit_intercept, rows)
+            rows, weights = curvature_sample(curvatures * sizes, max(1, n // stride))
+            hessian = weighted_gram(problem.X, curvatures[rows] * weights, problem.fit_intercept, rows)
             exact = np.append(col_norms_sq(problem.X, curvatures), [curvatures.sum()] * problem.fit_intercept)
             diagonal = np.diag_indices_from(hessian)
             hessian[diagonal] = np.maximum(hessian[diagonal] + penalty_diagonal, exact + penalty_diagonal)
@@ -409,10 +414,34 @@ def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=
             else:
                 break
             z, f, taken = z - t * step, f_new, taken + 1
-            if t < 1.0:  # the sample misjudges the curvature (w8a: steps halved one after another)
+            if t < 1.0:  # the sample misjudges the curvature
                 z = _limited_memory_bfgs(problem, z, LBFGS_ROUGH_STEPS, decrement_rtol)
                 break
     return (*problem.split(z), taken)
+
+
+def curvature_sample(scores, size):
+    """About ``size`` rows drawn with probabilities p_i = min(1, c·scores_i), Σp_i = size, and
+    their weights 1/p_i: (sorted rows, weights). Systematic sampling along the rows' order (a
+    row is taken where the running sum of p crosses a half-integer): deterministic, every row
+    with p_i = 1 taken, and Σ_R w_i v_i an unbiased estimate of Σ_i v_i for a uniformly random
+    offset, which the fixed offset ½ stands in for."""
+    scores = np.maximum(np.nan_to_num(scores), 0.0)
+    probabilities = np.zeros_like(scores)
+    capped = np.zeros(scores.size, dtype=bool)
+    for _ in range(64):  # water-filling: rows whose p would exceed 1 are taken surely
+        rest = scores[~capped].sum()
+        if rest <= 0.0:
+            break
+        probabilities = np.where(capped, 1.0, scores * ((size - capped.sum()) / rest))
+        over = probabilities > 1.0
+        if not over.any():
+            break
+        capped |= over
+    probabilities = np.minimum(probabilities, 1.0)
+    crossings = np.floor(np.cumsum(probabilities) + 0.5)
+    rows = np.flatnonzero(np.diff(crossings, prepend=0.0) >= 1.0)
+    return rows, 1.0 / probabilities[rows]
 
 
 LBFGS_ROUGH_STEPS = 50

@@ -8,6 +8,7 @@ from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 
 import glru
+from glru.solver import curvature_sample
 
 from ._problems import random_problem
 
@@ -169,3 +170,31 @@ def test_stalled_trust_region_is_finished_exactly(shared_data):
     for loss in ("squared_hinge", "smoothed_hinge"):
         fit = glru.fit(X, y, loss=loss, lam=1e-4, solver="newton", tol=1e-6)
         assert fit.converged_ and fit.relative_gap() <= 1e-6
+
+
+@pytest.mark.parametrize("size", [1, 7, 40, 99])
+def test_curvature_sample_is_a_systematic_pps_sample(size):
+    rng = np.random.default_rng(size)
+    scores = rng.pareto(1.0, 200)  # heavy tail: some rows must be taken surely
+    scores[rng.choice(200, 20, replace=False)] = 0.0
+    rows, weights = curvature_sample(scores, size)
+    assert np.all(np.diff(rows) > 0) and abs(rows.size - size) <= 1
+    assert np.all(scores[rows] > 0) and np.all(weights >= 1.0)
+    sure = rows[weights == 1.0]
+    rest = np.setdiff1d(np.flatnonzero(scores > 0), sure)
+    if rest.size:  # every row left out scores below every row taken surely
+        assert scores[rest].max() <= scores[sure].min(initial=np.inf)
+    # p_i ∝ scores (uncapped): each taken row stands for the same share of the total
+    estimate = weights * scores[rows]
+    uncapped = weights > 1.0
+    if uncapped.any():
+        assert np.ptp(estimate[uncapped]) <= 1e-12 * estimate[uncapped].max()
+    # an unbiased total: off by at most one uncapped row's estimate
+    assert abs(estimate.sum() - scores.sum()) <= estimate[uncapped].max(initial=0.0) * (1 + 1e-12) + 1e-12 * scores.sum()
+
+
+def test_curvature_sample_takes_every_row_when_the_budget_allows():
+    scores = np.array([0.0, 1.0, 5.0, 2.0])
+    rows, weights = curvature_sample(scores, 10)
+    np.testing.assert_array_equal(rows, [1, 2, 3])
+    np.testing.assert_array_equal(weights, 1.0)
