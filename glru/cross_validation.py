@@ -282,7 +282,7 @@ class _Engine:
         # per fold: τ ≥ ‖H_ref − UᵀU‖₂ and the reference margins u (None: the full fit's; see
         # :meth:`_reference`), both changed when the fold's reference is refreshed (:meth:`_refresh`)
         self.taus, self.references = [tau] * len(self.folds), [None] * len(self.folds)
-        self.refreshes = [0] * len(self.folds)
+        self.refreshes, self.stale = [0] * len(self.folds), set()
         out = []
         for k, (fold, solver) in enumerate(zip(self.folds, self.fold_solvers)):
             curvature = None
@@ -308,7 +308,8 @@ class _Engine:
     def _fold_curvature(self, k, solver, tau):
         fold = self.folds[k]
         return FoldCurvature(solver.upper, self.X, fold.train, fold.test, self.fit_intercept, tau,
-                             self.loss.self_concordance, self.checker.row_norms, self.checker.full.abs_X)
+                             self.loss.self_concordance, self.checker.row_norms, self.checker.full.abs_X,
+                             solver.unseen)
 
     def _curvature_outcome(self, k, z, gradient, margins, slopes, step, solved):
         """Bounds of :mod:`glru.curvature` on fold k's held-out values at z, with the fold's
@@ -323,16 +324,35 @@ class _Engine:
         strength = fold.train.size * self.penalty_for(fold.train.size).lam
         gradient_error = gamma(self.X.shape[0] + d + 32) * float(np.abs(slopes) @ self.xt_norms) \
             + self.loss.smoothness * float(errors @ self.xt_norms) + 4 * EPS * strength * w_norm
+        curvature = self._current_curvature(k, gradient, step, shift)
+        if curvature is None:
+            return None
         def still_open(lower, upper):
             return self._open_rows(lower, upper, 0.5 * (lower + upper))
-        bounds = self.curvatures[k].bounds(z, gradient, gradient_error, step, margins[fold.test], shift,
-                                           refine=still_open)
+        bounds = curvature.bounds(z, gradient, gradient_error, step, margins[fold.test], shift, refine=still_open)
         if bounds is None:
             return None
         lower, upper, centre, beta = bounds
         point = z - beta * step
         coef, intercept = (point[:d], point[d]) if self.fit_intercept else (point, 0.0)
         return HeldOutOutcome(lower, upper, centre, coef if self.need == "values" else None, intercept, solved)
+
+    def _current_curvature(self, k, gradient, step, shift):
+        """Fold k's :class:`FoldCurvature` for its current factor. After a refresh it is built
+        (a triangular inverse and a pass over |X|) only once its bounds could exist, νKγ < e^{−νδ},
+        judged with K of the factor before the refresh and γ² ≈ gᵀM⁻¹g: the refreshes far from
+        the optimum (most of them on w8a) never certify. Only a saving: the bounds check the
+        condition exactly. None where the new factor is too ill-conditioned to certify with."""
+        curvature = self.curvatures[k]
+        if k not in self.stale:
+            return curvature
+        nu = self.loss.self_concordance
+        if not nu * curvature.K * np.sqrt(max(float(gradient @ step), 0.0)) < np.exp(-nu * shift):
+            return None
+        self.stale.discard(k)
+        built = self._fold_curvature(k, self.fold_solvers[k], self.taus[k])
+        self.curvatures[k] = built if built.usable else None
+        return self.curvatures[k]
 
     def _reference(self, k):
         """Fold k's reference margins u: its Hessian is Σ_T ℓ''(u_i) x̃_i x̃_iᵀ + a_T P. The full fit's
@@ -355,7 +375,8 @@ class _Engine:
         reference = self._reference(k)
         moved = np.abs(margins - reference)
         moved[dropped] = 0.0
-        if not np.max(moved, initial=0.0) > REFRESH_SHIFT or self.refreshes[k] >= MAX_REFRESHES:
+        if self.curvatures[k] is None or not np.max(moved, initial=0.0) > REFRESH_SHIFT \
+                or self.refreshes[k] >= MAX_REFRESHES:
             return False
         # the rows moved most, at most a REFRESH_MAX_FRACTION of them: the update's cost is their
         # Gram matrix (a sparse Hessian costs ~100 gradients on w8a), its gain the shift left
@@ -373,9 +394,6 @@ class _Engine:
         dim = old.shape[0]
         scale = float(np.sum(old * old)) + float(np.abs(change) @ self.xt_norms[rows] ** 2)
         tau = self.taus[k] + hessian_error(scale, 0.0, rows.size + dim, dim)
-        curvature = self._fold_curvature(k, solver, tau)
-        if not curvature.usable:
-            return False
         changed = rows
         if self.references[k] is not None:  # a mask, where np.union1d would sort
             mask = np.zeros(margins.size, dtype=bool)
@@ -384,7 +402,8 @@ class _Engine:
         reference = reference.copy() if self.references[k] is None else reference
         reference[rows] = margins[rows]
         self.references[k] = (changed, reference[changed])
-        self.fold_solvers[k], self.curvatures[k], self.taus[k] = solver, curvature, tau
+        self.fold_solvers[k], self.taus[k] = solver, tau
+        self.stale.add(k)  # its FoldCurvature is built when needed (:meth:`_current_curvature`)
         return True
 
     def _certify(self, indices, centres, on_X=False, final=True, thorough=False):

@@ -92,10 +92,17 @@ class FoldCurvature:
         ‖x_i‖₂ of every row of X (computed if not given).
     magnitudes : ndarray or CSR, optional
         |X| (X itself when no value is negative; computed if not given).
+    unseen : index array, optional
+        Features with no stored entry in the training rows. The optimum's coefficients there
+        are exactly 0 (their gradient is a·z_j), so the held-out values are bounded for x̃ with
+        those entries dropped: a held-out row made only of them gets the exact value 0 (or the
+        intercept's bounds), which the whole row's ‖x̃‖_{M⁻¹} would leave open at any gradient.
     """
 
-    def __init__(self, upper, X, train, test, fit_intercept, tau, nu, row_norms=None, magnitudes=None):
+    def __init__(self, upper, X, train, test, fit_intercept, tau, nu, row_norms=None, magnitudes=None,
+                 unseen=None):
         self.upper, self.X, self.test, self.fit_intercept, self.nu = upper, X, test, fit_intercept, nu
+        self.unseen = np.asarray([] if unseen is None else unseen, dtype=np.intp)
         dim = upper.shape[0]
         inverse, info = scipy.linalg.lapack.dtrtri(upper, lower=0)  # U⁻¹: M⁻¹ = U⁻¹U⁻ᵀ
         inverse = inverse if info == 0 else np.full_like(upper, np.nan)  # info > 0: U singular
@@ -113,12 +120,18 @@ class FoldCurvature:
         if magnitudes is None:
             magnitudes = abs(X) if (X.data if sp.issparse(X) else X).min(initial=0.0) < 0 else X
         inverse_row_norms = np.sqrt(np.einsum("ij,ij->i", inverse, inverse))
+        inverse_row_norms[self.unseen] = 0.0  # no training row has them: only held-out rows lose them
         triangle = (np.asarray(magnitudes @ inverse_row_norms[:d]).ravel()
                     + (inverse_row_norms[d] if fit_intercept else 0.0)) * self.widening
-        norms = np.sqrt((row_norms ** 2 if row_norms is not None else row_norms_sq(X)) + fit_intercept)
-        norms *= 1 + gamma(dim + 2)
+        norms_sq = (row_norms ** 2 if row_norms is not None else row_norms_sq(X)) + fit_intercept
+        norms = np.sqrt(norms_sq) * (1 + gamma(dim + 2))
         self.K = min(float(norms[train].max(initial=0.0)) * np.sqrt(self.N), float(triangle[train].max(initial=0.0)))
-        self.test_norms = norms[test]
+        if self.unseen.size:  # ‖x̃‖ without the unseen entries
+            seen = np.ones(d, dtype=bool)
+            seen[self.unseen] = False
+            self.test_norms = np.sqrt(row_norms_sq(X[test][:, seen]) + fit_intercept) * (1 + gamma(dim + 2))
+        else:
+            self.test_norms = norms[test]
         self.metric_norms = np.minimum(triangle[test], self.test_norms * np.sqrt(self.N))
         self.exact = np.zeros(test.size, dtype=bool)  # held-out rows whose metric_norms are exact
         self.usable = self.usable and self.theta < 0.5
@@ -136,7 +149,8 @@ class FoldCurvature:
 
         z : the current point (coef, then intercept); gradient, gradient_error : ∇F(z) as
         computed and a bound on the 2-norm of its error; step : p (any vector; a chord step
-        M⁻¹g gives the narrowest bounds); values : the held-out x̃·z as computed; shift : δ,
+        M⁻¹g gives the narrowest bounds); values : the held-out x̃·z as computed (computed again
+        without the unseen entries if there are any); shift : δ,
         including the computed margins' rounding errors; refine : callable(lower, upper) -> mask
         of the rows still open under these bounds, whose ‖x̃‖_{M⁻¹} are then computed exactly
         instead of bounded (None: bounds only)."""
@@ -160,6 +174,8 @@ class FoldCurvature:
         c_lo = c0 * low_factor * (1 - 8 * EPS)
         c_hi = np.exp(self.nu * shift) * (1.0 + self.theta) * high_factor * (1 + 8 * EPS)
         beta, eps = 0.5 * (1 / c_lo + 1 / c_hi), 0.5 * (1 / c_lo - 1 / c_hi)
+        if self.unseen.size:  # the values of x̃ without its unseen entries (a row of them only: 0)
+            values = self._held_out(z)
         step_values = self._held_out(step)
         centre = values - beta * step_values
         # rounding of x̃·z (the caller's values) and of x̃·p: γ_d·‖x̃‖·‖v‖ (Cauchy–Schwarz)
@@ -185,7 +201,8 @@ class FoldCurvature:
         for part in range(0, rows.size, size):
             chosen = rows[part:part + size]
             block = self.X[self.test[chosen]]
-            block = block.toarray() if sp.issparse(block) else np.asarray(block, dtype=float)
+            block = block.toarray() if sp.issparse(block) else np.array(block, dtype=float)
+            block[:, self.unseen] = 0.0
             if self.fit_intercept:
                 block = np.hstack([block, np.ones((block.shape[0], 1))])
             solved = scipy.linalg.solve_triangular(self.upper, block.T, trans="T", lower=False)
@@ -194,7 +211,11 @@ class FoldCurvature:
         self.exact[rows] = True
 
     def _held_out(self, v):
-        """x̃·v for the held-out rows (from a product with all of X: no copy of the rows kept)."""
+        """x̃·v for the held-out rows, their unseen entries dropped (from a product with all of X:
+        no copy of the rows kept)."""
+        if self.unseen.size:
+            v = v.copy()
+            v[self.unseen] = 0.0
         if self.fit_intercept:
             return np.asarray(self.X @ v[:-1]).ravel()[self.test] + v[-1]
         return np.asarray(self.X @ v).ravel()[self.test]

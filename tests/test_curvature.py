@@ -192,3 +192,59 @@ def test_k_fold_with_refreshed_references_matches_exact_refits(monkeypatch):
         optimum = _exact(X[fold.train], y[fold.train], Logistic(), 0.1, True)
         exact = X[fold.test] @ optimum[:-1] + optimum[-1]
         np.testing.assert_array_equal(outcome.labels, (exact > 0).astype(int))
+
+
+def _with_unseen_features(seed, n, d, folds):
+    """Logistic data plus one feature per fold stored only in that fold's held-out rows, some of
+    which have nothing else (their exact held-out value is the intercept, or 0 without one)."""
+    X, y = random_problem(seed, n, d, "logistic")
+    tests = np.array_split(np.random.default_rng(seed).permutation(n), folds)
+    extra = np.zeros((n, folds))
+    for j, test in enumerate(tests):
+        extra[test, j] = 1.0 + np.arange(test.size) % 3
+        X[test[:3]] = 0.0  # three rows made only of the unseen feature
+    return np.hstack([X, extra]), y, [Fold(np.setdiff1d(np.arange(n), test), np.sort(test)) for test in tests]
+
+
+def test_unseen_features_drop_out_of_the_held_out_bounds():
+    """Coefficients of features no training row has are exactly 0 at the optimum: the bounds are
+    taken for x̃ without them, so rows made only of them are pinned, and every bound holds."""
+    X, y, folds = _with_unseen_features(5, 120, 4, 4)
+    fold = folds[0]
+    a = 1.0
+    for fit_intercept in (False, True):
+        centres = NewtonCentres(X, y, Logistic(), fit_intercept, np.zeros(X.shape[1]), 0.0, a)
+        solver = centres.fold_solver(fold.test, a)
+        assert solver.unseen.size == 1
+        X_tilde = np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
+        tau = hessian_error(float(centres.curvatures @ np.sum(X_tilde ** 2, axis=1)), a, X.shape[0], X_tilde.shape[1])
+        curvature = FoldCurvature(solver.upper, X, fold.train, fold.test, fit_intercept, tau, 1.0,
+                                  unseen=solver.unseen)
+        optimum = _exact(X[fold.train], y[fold.train], Logistic(), a, fit_intercept)
+        z = optimum + 1e-6 * np.random.default_rng(1).standard_normal(optimum.size)
+        g = _gradient(X[fold.train], y[fold.train], Logistic(), a, fit_intercept, z)
+        margins = X_tilde @ z
+        shift = float(np.max(np.abs(margins[fold.train] - centres.margins[fold.train]))) * (1 + 1e-12) + 1e-12
+        lower, upper, _, _ = curvature.bounds(z, g, 1e-13 * (1 + np.abs(g).sum()), solver(g), margins[fold.test],
+                                              shift)
+        exact = X_tilde[fold.test] @ optimum
+        slack = 1e-12 * (1 + np.abs(exact))
+        assert np.all(lower <= exact + slack) and np.all(exact - slack <= upper)
+        only_unseen = np.flatnonzero(~X[fold.test][:, :4].any(axis=1))
+        assert only_unseen.size == 3
+        width = upper[only_unseen] - lower[only_unseen]
+        assert np.all(width == 0.0) if not fit_intercept else np.all(width < 1e-4)
+
+
+def test_k_fold_with_unseen_features_is_certified():
+    """Without an intercept, a held-out row of unseen features only has the exact value 0 (label
+    0, as an exact refit predicts): certified, where its whole ‖x̃‖ left it open until the fold's
+    iterates stalled at rounding level (``settled``) or a solve took over."""
+    X, y, folds = _with_unseen_features(6, 600, 5, 5)
+    result = cross_validate(X, y, Logistic(), folds, lambda m: L2(1.0 / m), False)
+    for fold, outcome in zip(folds, result.outcomes):
+        assert not outcome.settled and np.all(np.isfinite(outcome.lower))
+        optimum = _exact(X[fold.train], y[fold.train], Logistic(), 1.0, False)
+        exact = X[fold.test] @ optimum
+        np.testing.assert_array_equal(outcome.labels, (exact > 0).astype(int))
+        assert np.all(outcome.lower[exact == 0] == 0) and np.all(outcome.upper[exact == 0] == 0)
