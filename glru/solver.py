@@ -34,7 +34,7 @@ from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
 from .newton_centres import NewtonCentres, weighted_gram
 from .penalties import L2
-from .problem import Problem, col_norms_sq, row_norms_sq
+from .problem import Problem, col_norms_sq
 
 METHODS = ("auto", "newton", "liblinear", "l-bfgs-b")
 
@@ -370,11 +370,13 @@ def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=
     """A rough L2 optimum by Newton steps whose Hessian is formed on about n/``stride`` rows
     (O(nnz/stride·d + d³) a step), each backtracked until the objective decreases.
 
-    The rows are drawn with probabilities proportional to their share of the Hessian's trace,
-    D_i‖x̃_i‖² (:func:`curvature_sample`), and weighted by the inverse: an unbiased estimate
-    that keeps every row of large curvature. Near separation most rows have almost none and a
-    few carry the Hessian; every ``stride``-th row misses them (w8a: the third step overshot,
-    where the sample's steps now follow the exact Newton's 8 steps). The sampled Hessian's
+    The rows are drawn with probabilities proportional to their curvature D_i
+    (:func:`curvature_sample`) and weighted by the inverse: an unbiased estimate that keeps
+    every row of large curvature. Near separation most rows have almost none and a few carry
+    the Hessian; every ``stride``-th row misses them (w8a: the third step overshot, where the
+    sample's steps now follow the exact Newton's 8 steps). Weighing rows by their share of the
+    trace, D_i‖x̃_i‖², would favour long rows, whose cost in the Gram matrix grows with the
+    square of their length (on w8a: twice the time, no fewer steps). The sampled Hessian's
     diagonal is raised to the exact one where it falls short (one pass over X's squared
     values): a feature rare in the sample would otherwise get almost no curvature. Where a step
     still has to be shortened, the sample is not to be trusted: L-BFGS (gradients only)
@@ -387,14 +389,13 @@ def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=
     z = problem.join(np.zeros(problem.d) if coef is None else coef, intercept)
     f, taken = problem.fun(z), 0
     penalty_diagonal = np.append(np.full(problem.d, problem.penalty.lam), [0.0] * problem.fit_intercept)
-    sizes = row_norms_sq(problem.X) + problem.fit_intercept  # ‖x̃_i‖²
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for _ in range(max_steps):
             c, b = problem.split(z)
             g = problem.grad(z)
             # mean form: H ≈ (1/n) Σ_R (D_i/p_i) x̃_i x̃_iᵀ + λP, its diagonal raised to the exact one's
             curvatures = problem.loss.second_derivative(problem.y, problem.margins(c, b)) / n
-            rows, weights = curvature_sample(curvatures * sizes, max(1, n // stride))
+            rows, weights = curvature_sample(curvatures, max(1, n // stride))
             hessian = weighted_gram(problem.X, curvatures[rows] * weights, problem.fit_intercept, rows)
             exact = np.append(col_norms_sq(problem.X, curvatures), [curvatures.sum()] * problem.fit_intercept)
             diagonal = np.diag_indices_from(hessian)
