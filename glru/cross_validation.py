@@ -148,6 +148,8 @@ class _Engine:
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         self.xt_norms = np.sqrt(self.checker.row_norms ** 2 + self.fit_intercept)  # ‖x̃_i‖
+        # terms of each row's computed margin (its stored values): the products' rounding bound
+        self.row_terms = self.X.getnnz(axis=1) if sp.issparse(self.X) else self.X.shape[1]
         clock.lap("full fit")
         centres = self._newton_centres() if self.newton else [hub] * len(self.folds)
         self.curvatures = self._fold_curvatures() if self.newton else [None] * len(self.folds)
@@ -316,7 +318,7 @@ class _Engine:
         Hessian factored at its reference margins (:meth:`_reference`) as M, or None."""
         fold, dropped, d = self.folds[k], self.dropped[k], self.X.shape[1]
         w_norm, b = np.linalg.norm(z[:d]), abs(z[d]) if self.fit_intercept else 0.0
-        errors = margin_error(self.checker.row_norms * w_norm + b, d)  # of the computed margins
+        errors = margin_error(self.checker.row_norms * w_norm + b, self.row_terms)  # of the computed margins
         errors[dropped] = 0.0  # only the training rows count, here and below
         moved = np.abs(margins - self._reference(k)) + errors
         moved[dropped] = 0.0
