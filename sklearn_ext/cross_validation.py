@@ -33,6 +33,12 @@ from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_p
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
 
+
+def split_folds(cv, X, y=None, groups=None):
+    """The splits of a checked ``cv`` as :class:`glru.cross_validation.Fold` objects, which unpack
+    as (train, test) pairs and keep only the held-out rows of K-fold and leave-one-out splits."""
+    return [Fold.from_split(train, test, X.shape[0]) for train, test in cv.split(X, y, groups)]
+
 class FallbackWarning(UserWarning):
     """glru could not compute this exactly and ran scikit-learn's own computation instead."""
 
@@ -97,7 +103,7 @@ class GLRUCrossValidator(BaseEstimator):
         final = self.estimator[-1] if isinstance(self.estimator, Pipeline) else self.estimator
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
                          y_numeric=is_ridge(final))
-        splits = list(check_cv(self.cv, y, classifier=is_classifier(self.estimator)).split(X, y, groups))
+        splits = split_folds(check_cv(self.cv, y, classifier=is_classifier(self.estimator)), X, y, groups)
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         try:
             preprocessing, final = split_pipeline(self.estimator)
@@ -125,7 +131,7 @@ class GLRUCrossValidator(BaseEstimator):
             X_model = X
         classes = np.unique(y)
         need = _response_needed(scorer)
-        folds = [Fold(*splits[k]) for k in trainable]
+        folds = [splits[k] for k in trainable]
         if classes.size > 2:
             return self._fit_multiclass(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need,
                                         folds)

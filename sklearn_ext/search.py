@@ -33,12 +33,12 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_X_y, indexable
 
 from glru._validation import check_X
-from glru.cross_validation import Fold, cross_validate
+from glru.cross_validation import cross_validate
 from glru.ridge import held_out_predictions
 
 from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy,
-                               _response_needed, _score, check_multiclass, cross_validate_multiclass)
+                               _response_needed, _score, check_multiclass, cross_validate_multiclass, split_folds)
 
 __all__ = ["GLRUSearchCV"]
 
@@ -182,7 +182,7 @@ class GLRUSearchCV(GridSearchCV):
             return self._search_ridge(X, y, X_valid, y_valid, groups, candidates, exact, reasons)
         cv = check_cv(self.cv, y_valid, classifier=is_classifier(self.estimator))
         self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
-        splits = list(cv.split(X_valid, y_valid, groups))
+        splits = split_folds(cv, X_valid, y_valid, groups)
         if len(splits) != self.n_splits_:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
@@ -233,7 +233,7 @@ class GLRUSearchCV(GridSearchCV):
         eigendecomposition (:func:`glru.ridge.held_out_predictions`), exact."""
         cv = check_cv(self.cv, y_valid, classifier=False)
         self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
-        splits = list(cv.split(X_valid, y_valid, groups))
+        splits = split_folds(cv, X_valid, y_valid, groups)
         scorer = self.scoring if callable(self.scoring) else check_scoring(self.estimator, self.scoring)
         table = _Table(len(candidates), len(splits), False)
         if reasons and not self._fill_with_scikit_learn(table, candidates, reasons, X, y, splits):
@@ -369,7 +369,7 @@ def _cross_validation_problem(model, X_model, y, classes, splits, trainable):
     point, set up as :meth:`GLRUCrossValidator._fit_exact` does (model design, ±1 labels, the
     penalty of a fold's size, the folds whose training rows hold both classes)."""
     return (model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss,
-            [Fold(*splits[k]) for k in trainable], model.penalty_for, model.fit_intercept)
+            [splits[k] for k in trainable], model.penalty_for, model.fit_intercept)
 
 
 class _Grid:
@@ -446,7 +446,7 @@ class _Grid:
     def _train_scores(self, estimator, model):
         """(scores of each fold's exact fit on its training rows, seconds solving)."""
         started = time.perf_counter()
-        folds = [Fold(*self.splits[k]) for k in self.trainable]
+        folds = [self.splits[k] for k in self.trainable]
         if self.classes.size > 2:  # multiclass: each fold's exact models, on the classes it holds
             result = cross_validate_multiclass(model, self.X_model, self.y, self.classes, folds, "values",
                                                **self.engine)

@@ -39,7 +39,7 @@ from glru.stepwise import FeatureSearch
 
 from ._adapters import Unsupported, linear_model, split_pipeline
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _response_needed,
-                               _score, check_multiclass)
+                               _score, check_multiclass, split_folds)
 
 __all__ = ["GLRUStepwiseSelector"]
 
@@ -131,7 +131,7 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         if self.tol is not None and self.tol < 0 and self.direction == "forward":
             raise ValueError("tol must be strictly positive when doing forward selection")
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
-        splits = list(cv.split(X, y))
+        splits = split_folds(cv, X, y)
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         try:
             model = self._model(y, splits)

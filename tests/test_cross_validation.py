@@ -269,3 +269,39 @@ def test_dask_backend_distributes_the_fold_solves():
         assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter) > 0
     assert validator.n_retrained_ > 0
     np.testing.assert_array_equal(validator.scores_, expected)
+
+
+@pytest.mark.parametrize("cv, compact", [
+    (KFold(5), True), (StratifiedKFold(4, shuffle=True, random_state=0), True), (LeaveOneOut(), True),
+    (model_selection.ShuffleSplit(3, test_size=0.2, train_size=0.5, random_state=0), False),
+    (model_selection.ShuffleSplit(3, test_size=0.2, random_state=0), False),  # complement, not in order
+])
+def test_folds_keep_only_what_the_split_needs(cv, compact):
+    """K-fold and leave-one-out folds store their held-out rows only, and give back exactly the
+    splitter's (train, test); anything else is stored as given. A list of them is a ``cv``."""
+    from glru.cross_validation import Fold
+
+    X, y = random_problem(3, 40, 3, "logistic")
+    for (train, test), fold in zip(cv.split(X, y), [Fold.from_split(*s, 40) for s in cv.split(X, y)]):
+        assert (fold._train is None) == compact
+        got_train, got_test = fold
+        np.testing.assert_array_equal(got_train, train)
+        np.testing.assert_array_equal(fold[1], test)
+        assert fold.n_train == train.size
+    folds = [Fold.from_split(*s, 40) for s in cv.split(X, y)]
+    np.testing.assert_array_equal(model_selection.cross_val_score(LogisticRegression(), X, y, cv=folds),
+                                  model_selection.cross_val_score(LogisticRegression(), X, y, cv=cv))
+
+
+def test_leave_one_out_folds_take_linear_memory():
+    """4,000 leave-one-out splits as folds: 4,000 held-out indices, not 4,000 training sets (128 MB)."""
+    import tracemalloc
+
+    from glru.cross_validation import Fold
+
+    X = np.zeros((4000, 1))
+    tracemalloc.start()
+    folds = [Fold.from_split(*s, 4000) for s in LeaveOneOut().split(X)]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(folds) == 4000 and peak < 8 * 2 ** 20

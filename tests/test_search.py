@@ -193,7 +193,7 @@ def test_a_start_point_changes_the_time_not_the_result(shape, fit_intercept, nee
     iteration (so the start reaches it, mapped into row-space coordinates when n < d), started
     at a neighbouring C's optimum fewer than cold; the held-out labels and values are the same."""
     X, y = labelled(14, *shape)
-    splits = list(KFold(4, shuffle=True, random_state=9).split(X))
+    splits = search_module.split_folds(KFold(4, shuffle=True, random_state=9), X)
 
     def problem(C):
         model = search_module.linear_model(LogisticRegression(C=C, fit_intercept=fit_intercept))
