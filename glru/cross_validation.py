@@ -316,9 +316,9 @@ class _Engine:
         strength = max([self.steps.strength] + [f.n_train * self.penalty_for(f.n_train).lam for f in self.folds])
         tau = hessian_error(float(self.steps.curvatures @ self.xt_norms ** 2), strength, n, dim)
         # per fold: τ ≥ ‖H_ref − UᵀU‖₂ and the reference margins u (None: the full fit's; see
-        # :meth:`_reference`), both changed when the fold's reference is refreshed (:meth:`_refresh`)
+        # :meth:`_moved`), both changed when the fold's reference is refreshed (:meth:`_refresh`)
         self.taus, self.references = [tau] * len(self.folds), [None] * len(self.folds)
-        self.refreshes, self.stale = [0] * len(self.folds), set()
+        self.refreshes, self.stale = [0] * len(self.folds), {}
         out = []
         for k, (fold, solver) in enumerate(zip(self.folds, self.fold_solvers)):
             curvature = None
@@ -343,20 +343,21 @@ class _Engine:
 
     def _fold_curvature(self, k, solver, tau):
         fold = self.folds[k]
-        return FoldCurvature(solver.upper, self.X, fold.train, fold.test, self.fit_intercept, tau,
+        return FoldCurvature(solver.upper, self.X, None, fold.test, self.fit_intercept, tau,
                              self.loss.self_concordance, self.checker.row_norms, self.checker.full.abs_X,
                              solver.unseen)
 
     def _curvature_outcome(self, k, z, gradient, margins, slopes, step, solved):
         """Bounds of :mod:`glru.curvature` on fold k's held-out values at z, with the fold's
-        Hessian factored at its reference margins (:meth:`_reference`) as M, or None."""
+        Hessian factored at its reference margins (:meth:`_moved`) as M, or None."""
         fold, dropped, d = self.folds[k], self.dropped[k], self.X.shape[1]
         w_norm, b = np.linalg.norm(z[:d]), abs(z[d]) if self.fit_intercept else 0.0
         errors = margin_error(self.checker.row_norms * w_norm + b, self.row_terms)  # of the computed margins
         errors[dropped] = 0.0  # only the training rows count, here and below
-        moved = np.abs(margins - self._reference(k)) + errors
-        moved[dropped] = 0.0
+        moved = self._moved(k, margins)
+        moved += errors
         shift = float(np.max(moved, initial=0.0))
+        del moved
         strength = fold.n_train * self.penalty_for(fold.n_train).lam
         gradient_error = gamma(self.X.shape[0] + d + 32) * float(np.abs(slopes) @ self.xt_norms) \
             + self.loss.smoothness * float(errors @ self.xt_norms) + 4 * EPS * strength * w_norm
@@ -379,25 +380,36 @@ class _Engine:
         judged with K of the factor before the refresh and γ² ≈ gᵀM⁻¹g: the refreshes far from
         the optimum (most of them on w8a) never certify. Only a saving: the bounds check the
         condition exactly. None where the new factor is too ill-conditioned to certify with."""
-        curvature = self.curvatures[k]
         if k not in self.stale:
-            return curvature
+            return self.curvatures[k]
         nu = self.loss.self_concordance
-        if not nu * curvature.K * np.sqrt(max(float(gradient @ step), 0.0)) < np.exp(-nu * shift):
+        if not nu * self.stale[k] * np.sqrt(max(float(gradient @ step), 0.0)) < np.exp(-nu * shift):
             return None
-        self.stale.discard(k)
+        del self.stale[k]
         built = self._fold_curvature(k, self.fold_solvers[k], self.taus[k])
         self.curvatures[k] = built if built.usable else None
         return self.curvatures[k]
 
-    def _reference(self, k):
-        """Fold k's reference margins u: its Hessian is Σ_T ℓ''(u_i) x̃_i x̃_iᵀ + a_T P. The full fit's
-        margins, with those of the rows refreshed since (kept as (rows, margins): a few rows)."""
-        if self.references[k] is None:
-            return self.steps.margins
-        rows, values = self.references[k]
-        reference = self.steps.margins.copy()
-        reference[rows] = values
+    def _moved(self, k, margins):
+        """|margins − u| for every row, 0 on the rows outside fold k's training set, u its reference
+        margins: its Hessian is Σ_T ℓ''(u_i) x̃_i x̃_iᵀ + a_T P. u is the full fit's margins, with
+        those of the rows refreshed since (kept as sorted rows and their margins: a few rows)."""
+        moved = np.subtract(margins, self.steps.margins)
+        if self.references[k] is not None:
+            rows, values = self.references[k]
+            moved[rows] = margins[rows] - values
+        np.abs(moved, out=moved)
+        moved[self.dropped[k]] = 0.0
+        return moved
+
+    def _reference_at(self, k, rows):
+        """Fold k's reference margins u at the sorted ``rows``."""
+        reference = self.steps.margins[rows]
+        if self.references[k] is not None:
+            refreshed, values = self.references[k]
+            at = np.minimum(np.searchsorted(refreshed, rows), refreshed.size - 1)
+            hit = refreshed[at] == rows
+            reference[hit] = values[at[hit]]
         return reference
 
     def _refresh(self, k, margins):
@@ -407,10 +419,8 @@ class _Engine:
         change (u_i ← margins_i), a Gram matrix of those rows added to UᵀU and factored again: a
         Newton step's Hessian for what matters, at a fraction of its cost. The theorem takes any
         reference margins, not only those of one point. Returns whether it was refreshed."""
-        fold, dropped = self.folds[k], self.dropped[k]
-        reference = self._reference(k)
-        moved = np.abs(margins - reference)
-        moved[dropped] = 0.0
+        fold = self.folds[k]
+        moved = self._moved(k, margins)
         if self.curvatures[k] is None or not np.max(moved, initial=0.0) > REFRESH_SHIFT \
                 or self.refreshes[k] >= MAX_REFRESHES:
             return False
@@ -419,8 +429,9 @@ class _Engine:
         count = max(1, int(REFRESH_MAX_FRACTION * fold.n_train))  # the held-out rows' 0s are below these
         threshold = max(REFERENCE_SHIFT, float(np.partition(moved, moved.size - count)[moved.size - count]))
         rows = np.flatnonzero(moved > threshold)
+        del moved
         change = self.loss.second_derivative(self.y[rows], margins[rows]) \
-            - self.loss.second_derivative(self.y[rows], reference[rows])
+            - self.loss.second_derivative(self.y[rows], self._reference_at(k, rows))
         self.refreshes[k] += 1  # attempts, failed ones included: MAX_REFRESHES bounds the work
         solver = self.steps.updated_solver(self.fold_solvers[k], rows, change)
         if solver is None:
@@ -429,18 +440,21 @@ class _Engine:
         # the new factorization: :func:`hessian_error` of trace(UᵀU) + Σ_R |ΔD_i|‖x̃_i‖²
         old = self.fold_solvers[k].upper
         dim = old.shape[0]
-        scale = float(np.sum(old * old)) + float(np.abs(change) @ self.xt_norms[rows] ** 2)
+        scale = float(np.vdot(old, old)) + float(np.abs(change) @ self.xt_norms[rows] ** 2)
         tau = self.taus[k] + hessian_error(scale, 0.0, rows.size + dim, dim)
         changed = rows
         if self.references[k] is not None:  # a mask, where np.union1d would sort
             mask = np.zeros(margins.size, dtype=bool)
             mask[self.references[k][0]], mask[rows] = True, True
             changed = np.flatnonzero(mask)
-        reference = reference.copy() if self.references[k] is None else reference
-        reference[rows] = margins[rows]
-        self.references[k] = (changed, reference[changed])
+        values = self._reference_at(k, changed)
+        values[np.searchsorted(changed, rows)] = margins[rows]
+        self.references[k] = (changed, values)
         self.fold_solvers[k], self.taus[k] = solver, tau
-        self.stale.add(k)  # its FoldCurvature is built when needed (:meth:`_current_curvature`)
+        # its FoldCurvature is built when needed (:meth:`_current_curvature`); the old one's K
+        # guides when, and the old factor it holds is released
+        if k not in self.stale:
+            self.stale[k], self.curvatures[k] = self.curvatures[k].K, _STALE
         return True
 
     def _certify(self, indices, centres, on_X=False, final=True, thorough=False):
@@ -630,6 +644,9 @@ MAX_REFRESHES = 8
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING
 VALUE_RTOL = 1e-9
+
+
+_STALE = object()  # stands for a fold's FoldCurvature until it is rebuilt after a refresh
 
 
 def _open_outcome(size):

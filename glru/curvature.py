@@ -84,7 +84,8 @@ class FoldCurvature:
     upper : (d̃, d̃) ndarray, the upper Cholesky factor U of the fold's reference Hessian M.
     X : ndarray or CSR, all rows (without the intercept column); the fold's rows are read from
         it, not copied.
-    train, test : index arrays of the fold's training and held-out rows.
+    train, test : index arrays of the fold's training and held-out rows; ``train`` None stands
+        for all rows but ``test`` (or a subset of those: K is then taken over all of them).
     fit_intercept : bool
     tau : float ≥ ‖H_ref − UᵀU‖₂ (:func:`hessian_error`).
     nu : float, the loss's self-concordance (|ℓ'''| ≤ νℓ'').
@@ -106,8 +107,9 @@ class FoldCurvature:
         dim = upper.shape[0]
         inverse, info = scipy.linalg.lapack.dtrtri(upper, lower=0)  # U⁻¹: M⁻¹ = U⁻¹U⁻ᵀ
         inverse = inverse if info == 0 else np.full_like(upper, np.nan)  # info > 0: U singular
-        inverse_norm_sq = float(np.sum(inverse * inverse))
-        condition_rounding = np.sqrt(float(np.sum(upper * upper)) * inverse_norm_sq) * gamma(4 * dim + 16)
+        inverse_norm_sq = float(np.vdot(inverse, inverse))
+        self.upper_norm = np.sqrt(float(np.vdot(upper, upper)))  # ‖U‖_F
+        condition_rounding = self.upper_norm * np.sqrt(inverse_norm_sq) * gamma(4 * dim + 16)
         self.usable = bool(np.isfinite(condition_rounding) and condition_rounding <= MAX_CONDITION_ROUNDING)
         self.N = 2.0 * inverse_norm_sq  # ≥ ‖M⁻¹‖₂: Frobenius ≥ spectral, 2 for the inverse's rounding
         self.theta = tau * self.N
@@ -121,11 +123,13 @@ class FoldCurvature:
             magnitudes = abs(X) if (X.data if sp.issparse(X) else X).min(initial=0.0) < 0 else X
         inverse_row_norms = np.sqrt(np.einsum("ij,ij->i", inverse, inverse))
         inverse_row_norms[self.unseen] = 0.0  # no training row has them: only held-out rows lose them
-        triangle = (np.asarray(magnitudes @ inverse_row_norms[:d]).ravel()
-                    + (inverse_row_norms[d] if fit_intercept else 0.0)) * self.widening
-        norms_sq = (row_norms ** 2 if row_norms is not None else row_norms_sq(X)) + fit_intercept
-        norms = np.sqrt(norms_sq) * (1 + gamma(dim + 2))
-        self.K = min(float(norms[train].max(initial=0.0)) * np.sqrt(self.N), float(triangle[train].max(initial=0.0)))
+        triangle = np.asarray(magnitudes @ inverse_row_norms[:d]).ravel()
+        triangle += inverse_row_norms[d] if fit_intercept else 0.0
+        triangle *= self.widening
+        norms = row_norms ** 2 if row_norms is not None else row_norms_sq(X)
+        norms += fit_intercept
+        np.sqrt(norms, out=norms)
+        norms *= 1 + gamma(dim + 2)
         if self.unseen.size:  # ‖x̃‖ without the unseen entries
             seen = np.ones(d, dtype=bool)
             seen[self.unseen] = False
@@ -133,6 +137,11 @@ class FoldCurvature:
         else:
             self.test_norms = norms[test]
         self.metric_norms = np.minimum(triangle[test], self.test_norms * np.sqrt(self.N))
+        if train is None:  # every row but the held-out ones: a superset of the training rows
+            norms[test], triangle[test] = 0.0, 0.0
+        else:
+            norms, triangle = norms[train], triangle[train]
+        self.K = min(float(norms.max(initial=0.0)) * np.sqrt(self.N), float(triangle.max(initial=0.0)))
         self.exact = np.zeros(test.size, dtype=bool)  # held-out rows whose metric_norms are exact
         self.usable = self.usable and self.theta < 0.5
 
@@ -184,7 +193,7 @@ class FoldCurvature:
         width = (eps * g_norm + beta * residual) * (1 + 16 * EPS)
         half = self.metric_norms * width + rounding
         if refine is not None:  # only rows that even the smallest norm ‖x̃‖/‖U‖₂ could settle
-            least = self.test_norms / (self.widening * np.sqrt(float(np.sum(self.upper * self.upper)))) * width
+            least = self.test_norms / (self.widening * self.upper_norm) * width
             rows = np.flatnonzero(refine(centre - half, centre + half) & ~refine(centre - least, centre + least)
                                   & ~self.exact)
             if rows.size:

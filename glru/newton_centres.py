@@ -127,8 +127,9 @@ class NewtonCentres:
             else:
                 gram = self._take_block_gram(block) if block is not None and self.block_grams else None
                 gram = self._gram(rows, self.curvatures[rows]) if gram is None else gram
-                hessian = self.hessian + np.diag((strength - self.strength) * self.mask) - gram
-                upper = scipy.linalg.cholesky(hessian)
+                hessian = np.subtract(self.hessian, gram, out=gram)  # in place: one d̃ × d̃ array
+                hessian[np.diag_indices_from(hessian)] += (strength - self.strength) * self.mask
+                upper = scipy.linalg.cholesky(hessian, overwrite_a=True)
                 solve = _cholesky_solve(upper)
         except (np.linalg.LinAlgError, ValueError):
             return None
@@ -142,9 +143,10 @@ class NewtonCentres:
         factored fold): the fold's Hessian with the curvature of the rows R changed by ``weights``
         (any sign), e.g. re-evaluated where the fold's iterate has moved them. None if that
         matrix is not positive definite."""
-        hessian = solver.upper.T @ solver.upper + self._gram(rows, weights)
+        hessian = self._gram(rows, weights)
+        hessian += solver.upper.T @ solver.upper
         try:
-            upper = scipy.linalg.cholesky(hessian)
+            upper = scipy.linalg.cholesky(hessian, overwrite_a=True)
         except (np.linalg.LinAlgError, ValueError):
             return None
         return FoldSolver(_cholesky_solve(upper), upper, solver.unseen, solver.strength)
