@@ -306,9 +306,11 @@ class _Engine:
         return centres
 
     def _fold_curvatures(self):
-        """:class:`glru.curvature.FoldCurvature` of every fold whose Hessian was factored directly,
-        for losses with |ℓ‴| ≤ νℓ″ (None elsewhere: Woodbury folds, other losses, row-space
-        coordinates, or a factor too ill-conditioned to certify with)."""
+        """Where every fold whose Hessian was factored directly can be certified by
+        :class:`glru.curvature.FoldCurvature`, for losses with |ℓ‴| ≤ νℓ″ (None elsewhere:
+        Woodbury folds, other losses, row-space coordinates). Each is built when its bounds
+        could first exist (:meth:`_current_curvature`): far from the optimum they cannot, and
+        on w8a most centres are. Until then K is guessed from below as max‖x̃_i‖/‖U‖_F."""
         if not self.curved:
             return [None] * len(self.folds)
         dim = self.steps.hessian.shape[0]
@@ -319,12 +321,14 @@ class _Engine:
         # :meth:`_moved`), both changed when the fold's reference is refreshed (:meth:`_refresh`)
         self.taus, self.references = [tau] * len(self.folds), [None] * len(self.folds)
         self.refreshes, self.stale = [0] * len(self.folds), {}
+        longest = float(self.xt_norms.max(initial=0.0))
         out = []
         for k, (fold, solver) in enumerate(zip(self.folds, self.fold_solvers)):
-            curvature = None
             if solver is not None and solver.upper is not None and fold.test.size:
-                curvature = self._fold_curvature(k, solver, tau)
-            out.append(curvature if curvature is not None and curvature.usable else None)
+                self.stale[k] = longest / np.sqrt(float(np.vdot(solver.upper, solver.upper)))
+                out.append(_STALE)
+            else:
+                out.append(None)
         return out
 
     def _certify_by_curvature(self, centres):
@@ -375,11 +379,12 @@ class _Engine:
         return HeldOutOutcome(lower, upper, centre, coef if self.need == "values" else None, intercept, solved)
 
     def _current_curvature(self, k, gradient, step, shift):
-        """Fold k's :class:`FoldCurvature` for its current factor. After a refresh it is built
-        (a triangular inverse and a pass over |X|) only once its bounds could exist, νKγ < e^{−νδ},
-        judged with K of the factor before the refresh and γ² ≈ gᵀM⁻¹g: the refreshes far from
-        the optimum (most of them on w8a) never certify. Only a saving: the bounds check the
-        condition exactly. None where the new factor is too ill-conditioned to certify with."""
+        """Fold k's :class:`FoldCurvature` for its current factor, built (a triangular inverse and a
+        pass over |X|) only once its bounds could exist, νKγ < e^{−νδ}, judged with γ² ≈ gᵀM⁻¹g
+        and the K of the factor before the last refresh (or the guess of :meth:`_fold_curvatures`):
+        far from the optimum (most centres and refreshes on w8a) the bounds never exist. Only a
+        saving: the bounds check the condition exactly. None where the factor is too
+        ill-conditioned to certify with (the fold is then iterated and certified by its gaps)."""
         if k not in self.stale:
             return self.curvatures[k]
         nu = self.loss.self_concordance
@@ -646,7 +651,7 @@ MAX_REFRESHES = 8
 VALUE_RTOL = 1e-9
 
 
-_STALE = object()  # stands for a fold's FoldCurvature until it is rebuilt after a refresh
+_STALE = object()  # stands for a fold's FoldCurvature until it is built
 
 
 def _open_outcome(size):

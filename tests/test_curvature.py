@@ -37,6 +37,8 @@ def _bounds(seed, n, d, C, fit_intercept, loss, reference_noise, point_noise):
     X, y = random_problem(seed, n, d, "logistic")
     held_out = rng.choice(n, size=max(1, n // 4), replace=False)
     train = np.setdiff1d(np.arange(n), held_out)
+    if np.unique(y[train]).size < 2:  # no classifier to fit
+        return None
     a = 1.0 / C
     full = _exact(X, y, loss, a, fit_intercept)
     reference = full + reference_noise * rng.standard_normal(full.size)
@@ -114,6 +116,8 @@ def _hybrid_bounds(seed, n, d, C, fit_intercept, moved_fraction, far):
     X, y = random_problem(seed, n, d, "logistic", sparse=seed % 2 == 1, scale=3.0)
     held_out = rng.choice(n, size=max(1, n // 5), replace=False)
     train = np.setdiff1d(np.arange(n), held_out)
+    if np.unique(y[train]).size < 2:  # no classifier to fit
+        return None
     a, loss = 1.0 / C, Logistic()
     full = _exact(X, y, loss, a, fit_intercept)
     w_ref, b_ref = (full[:-1], full[-1]) if fit_intercept else (full, 0.0)
