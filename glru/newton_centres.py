@@ -233,39 +233,65 @@ def outside(rows, n):
 def weighted_gram(X, weights, fit_intercept, rows=None):
     """X̃_Rᵀ diag(weights) X̃_R as a dense (d̃, d̃) array, X̃ = [X, 1] with an intercept, R = ``rows``
     (all rows if None; ``weights`` are R's), a chunk of rows at a time; weights of any sign.
-    Sparse rows are multiplied as sparse matrices or made dense for BLAS, whichever
-    :func:`_dense_is_cheaper` expects to be faster."""
+    Sparse rows are multiplied as sparse matrices, or made dense for BLAS where that is faster:
+    rows with nnz_i² > d²/DENSE_ROW_RATIO. A sparse product costs about nnz_i² multiply-adds a
+    row at ~8 ns each (SciPy's symbolic pass included), BLAS syrk d²/2 at ~0.1 ns; measured on
+    one core, the two break even near nnz_i² = d²/80 (a9a.t, 14 of 122 features a row: equally
+    fast; mushrooms, 21 of 112: 2× faster dense; w8a's rows of 40 to 114 of 300 features, most of
+    those its refreshes touch: 1.4× faster dense)."""
     d = X.shape[1]
     gram = np.zeros((d + fit_intercept,) * 2)
+    if not sp.issparse(X):
+        dense = np.ones(X.shape[0] if rows is None else len(rows), dtype=bool)
+    else:
+        lengths = np.diff(X.indptr) if rows is None else np.diff(X.indptr)[rows]
+        dense = DENSE_ROW_RATIO * lengths.astype(float) ** 2 > d * d
+    for in_dense in (False, True):
+        chosen = dense if in_dense else ~dense
+        if not chosen.any():
+            continue
+        everything = chosen.all()
+        part_rows = (None if rows is None else np.asarray(rows)) if everything else \
+            (np.flatnonzero(chosen) if rows is None else np.asarray(rows)[chosen])
+        part_weights = weights if everything else weights[chosen]
+        _add_gram(gram, X, part_weights, fit_intercept, part_rows, in_dense)
+    return gram
+
+
+DENSE_ROW_RATIO = 60.0  # a little on the sparse side of where the two break even (see weighted_gram)
+
+
+def _add_gram(gram, X, weights, fit_intercept, rows, dense):
+    """gram += X̃_Rᵀ diag(weights) X̃_R, the rows as dense or as sparse matrices, a chunk at a time."""
+    d = X.shape[1]
+    upper = np.zeros((d, d)) if dense else None  # BLAS syrk fills the upper triangle only
     count = X.shape[0] if rows is None else len(rows)
-    sparse = sp.issparse(X) and not _dense_is_cheaper(X)
-    per_row = X.nnz / max(X.shape[0], 1) if sparse else d
+    stored = max(1.0, float(np.diff(X.indptr).mean()) if sp.issparse(X) and not dense else d) if count else 1.0
     # sparse products pay a fixed cost per call (index conversions), but their temporaries (the
     # chunk, its weighted copy and SciPy's format conversion) are copies: 2**15 stored values a
     # chunk keeps them near 1 MiB, at the speed of larger chunks; dense chunks are 2**17 floats
-    size = max(1, int((1 << (15 if sparse else 17)) // max(per_row, 1.0)))
+    size = max(1, int((1 << (17 if dense else 15)) // stored))
     for start in range(0, count, size):
         chunk = slice(start, start + size)
         part = X[chunk] if rows is None else X[rows[chunk]]
         w = weights[chunk]
-        if sparse:
+        if dense:
+            part = part.toarray() if sp.issparse(part) else part
+            _add_symmetric_product(upper, part, w)
+            column = w @ part
+        else:
             # the stored values scaled in a copy (multiply() would go through COO)
             weighted = part.copy()
             weighted.data *= np.repeat(w, np.diff(part.indptr))
             gram[:d, :d] += (part.T @ weighted).toarray()
             column = np.asarray(weighted.sum(axis=0)).ravel()
-        else:
-            part = part.toarray() if sp.issparse(part) else part
-            _add_symmetric_product(gram[:d, :d], part, w)
-            column = w @ part
         if fit_intercept:
             gram[:d, d] += column
             gram[d, :d] += column
             gram[d, d] += w.sum()
-    if not sparse:  # the products filled the upper triangle only
-        lower = np.tril_indices(d, -1)
-        gram[lower] = gram[:d, :d].T[lower]
-    return gram
+    if dense:
+        gram[:d, :d] += upper
+        gram[:d, :d] += np.triu(upper, 1).T
 
 
 def _add_symmetric_product(out, A, w):
@@ -280,13 +306,3 @@ def _add_symmetric_product(out, A, w):
         else:
             continue
         out += scipy.linalg.blas.dsyrk(sign, B.T)
-
-
-def _dense_is_cheaper(X):
-    """Whether X's rows are multiplied faster as dense arrays (BLAS syrk, d²/2 multiply-adds a row,
-    plus making the rows dense) than as sparse ones (SciPy's sparse product, about nnz_i² a
-    row, its symbolic pass included). Measured on one core, the two break even near
-    d² = 80·mean(nnz_i²): a9a.t (d = 122, mean nnz² = 192) runs equally fast both ways,
-    mushrooms (112, 441) twice as fast dense, w8a (300, 264) three times slower dense."""
-    lengths = X.getnnz(axis=1).astype(float)
-    return X.shape[1] ** 2 < 60.0 * float(lengths @ lengths) / max(X.shape[0], 1)
