@@ -94,6 +94,17 @@ class Fold:
     def train(self):
         return self._train if self._train is not None else outside(self.test, self._n_samples)
 
+    def training_counts(self, codes, total):
+        """np.bincount of ``codes`` (ints in 0..m−1) over the training rows, given ``total``, their
+        counts over all rows (O(|test|) when compact)."""
+        if self._train is None:
+            return total - np.bincount(codes[self.test], minlength=total.size)
+        return np.bincount(codes[self._train], minlength=total.size)
+
+    def outside_training(self, n_samples):
+        """The sorted rows of 0..n_samples−1 that are not training rows (O(|test|) when compact)."""
+        return np.sort(self.test) if self._train is None else outside(self._train, n_samples)
+
     def __iter__(self):
         return iter((self.train, self.test))
 
@@ -165,7 +176,7 @@ class _Engine:
         self.work_X = self.span.Z if self.span is not None else X
         self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM
         # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
-        self.dropped = [outside(f.train, n) for f in folds]
+        self.dropped = [f.outside_training(n) for f in folds]
         # folds certified by :mod:`glru.curvature`: losses with |ℓ‴| ≤ νℓ″, coordinates of X, small
         # d̃, folds large enough to be factored directly (K-fold; leave-one-out uses Woodbury)
         dim = d + fit_intercept

@@ -271,11 +271,8 @@ class _Engine:
         self.norms_up = np.sqrt(self.sq_norms) * (1.0 + 2 * (self.d + 8) * EPS)   # ≥ ‖x_i‖ computed
         counts = np.bincount(self.codes, minlength=self.K)
         self.dropped, self.present = [], []
-        outside = np.ones(self.n, dtype=bool)
         for f in folds:  # rows outside a fold's training rows: its held-out rows, and any the splitter leaves out
-            outside[f.train] = False
-            dropped = np.flatnonzero(outside)
-            outside[f.train] = True
+            dropped = f.outside_training(self.n)
             self.dropped.append(dropped)
             left = counts - np.bincount(self.codes[dropped], minlength=self.K)
             self.present.append(np.flatnonzero(left > 0))

@@ -39,6 +39,13 @@ def split_folds(cv, X, y=None, groups=None):
     as (train, test) pairs and keep only the held-out rows of K-fold and leave-one-out splits."""
     return [Fold.from_split(train, test, X.shape[0]) for train, test in cv.split(X, y, groups)]
 
+
+def trainable_folds(y, splits):
+    """Indices of the splits (:func:`split_folds`) whose training rows hold two classes or more."""
+    codes = np.unique(y, return_inverse=True)[1].ravel()
+    total = np.bincount(codes)
+    return [k for k, fold in enumerate(splits) if np.count_nonzero(fold.training_counts(codes, total)) >= 2]
+
 class FallbackWarning(UserWarning):
     """glru could not compute this exactly and ran scikit-learn's own computation instead."""
 
@@ -115,7 +122,7 @@ class GLRUCrossValidator(BaseEstimator):
                 raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
             if target == "multiclass":
                 check_multiclass(model)
-            trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size >= 2]
+            trainable = trainable_folds(y, splits)
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
         except Unsupported as reason:

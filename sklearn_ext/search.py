@@ -38,7 +38,8 @@ from glru.ridge import held_out_predictions
 
 from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy,
-                               _response_needed, _score, check_multiclass, cross_validate_multiclass, split_folds)
+                               _response_needed, _score, check_multiclass, cross_validate_multiclass, split_folds,
+                               trainable_folds)
 
 __all__ = ["GLRUSearchCV"]
 
@@ -186,7 +187,7 @@ class GLRUSearchCV(GridSearchCV):
         if len(splits) != self.n_splits_:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
-        trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y_valid[train]).size >= 2]
+        trainable = trainable_folds(y_valid, splits)
         if not trainable:
             return self._search_with_scikit_learn(X, y, groups, params, "no training fold holds two classes")
 

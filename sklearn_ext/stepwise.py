@@ -39,7 +39,7 @@ from glru.stepwise import FeatureSearch
 
 from ._adapters import Unsupported, linear_model, split_pipeline
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _response_needed,
-                               _score, check_multiclass, split_folds)
+                               _score, check_multiclass, split_folds, trainable_folds)
 
 __all__ = ["GLRUStepwiseSelector"]
 
@@ -167,7 +167,7 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
         if target == "multiclass":
             check_multiclass(model)
-        if any(np.unique(y[train]).size < 2 for train, _ in splits):
+        if len(trainable_folds(y, splits)) < len(splits):
             raise Unsupported("a training fold holds a single class")
         return model
 

@@ -305,3 +305,17 @@ def test_leave_one_out_folds_take_linear_memory():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert len(folds) == 4000 and peak < 8 * 2 ** 20
+
+
+@pytest.mark.parametrize("cv", [KFold(4), LeaveOneOut(), model_selection.ShuffleSplit(5, test_size=3, train_size=4,
+                                                                                        random_state=1)])
+def test_trainable_folds_are_those_whose_training_rows_hold_two_classes(cv):
+    from sklearn_ext.cross_validation import split_folds, trainable_folds
+
+    X = np.zeros((12, 1))
+    y = np.array(["a"] * 3 + ["b"] * 9)  # KFold(4)'s first fold leaves "b" alone for training
+    splits = split_folds(cv, X, y)
+    expected = [k for k, (train, _) in enumerate(cv.split(X, y)) if np.unique(y[train]).size >= 2]
+    assert trainable_folds(y, splits) == expected
+    if isinstance(cv, KFold):
+        assert expected == [1, 2, 3]
