@@ -33,7 +33,6 @@ from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_p
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
 
-
 def split_folds(cv, X, y=None, groups=None):
     """The splits of a checked ``cv`` as :class:`glru.cross_validation.Fold` objects, which unpack
     as (train, test) pairs and keep only the held-out rows of K-fold and leave-one-out splits."""
@@ -45,6 +44,7 @@ def trainable_folds(y, splits):
     codes = np.unique(y, return_inverse=True)[1].ravel()
     total = np.bincount(codes)
     return [k for k, fold in enumerate(splits) if np.count_nonzero(fold.training_counts(codes, total)) >= 2]
+
 
 class FallbackWarning(UserWarning):
     """glru could not compute this exactly and ran scikit-learn's own computation instead."""
