@@ -71,3 +71,29 @@ class ExactRefit(ClassifierMixin, BaseEstimator):
     @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
     def predict_proba(self, X):
         return self.fitted_.predict_proba(X)
+
+
+class TiesToFirstClass(ClassifierMixin, BaseEstimator):
+    """A fitted multiclass ``model`` whose predictions give a tie to the first class, as the
+    engine does (:func:`glru.multinomial_cv._tie_band`): decision values within ``rtol`` of a
+    row's largest are ties. An exact refit computes an exact tie (two classes with the same
+    training rows, by symmetry) only to rounding, ±1e-16, and its arg-max then picks either."""
+
+    def __init__(self, model, rtol=1e-12):
+        self.model, self.rtol = model, rtol
+        self.classes_ = model.classes_
+
+    def predict(self, X):
+        scores = self.model.decision_function(X)
+        if scores.ndim == 1:
+            return self.model.predict(X)
+        top = scores.max(axis=1, keepdims=True)
+        return self.classes_[np.argmax(scores >= top - self.rtol * (1.0 + np.abs(top)), axis=1)]
+
+    def decision_function(self, X):
+        return self.model.decision_function(X)
+
+    @available_if(lambda self: hasattr(self.model, "predict_proba"))
+    def predict_proba(self, X):
+        return self.model.predict_proba(X)
+

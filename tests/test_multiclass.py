@@ -18,7 +18,7 @@ from sklearn.svm import LinearSVC
 
 from sklearn_ext import GLRUCrossValidator, GLRUStepwiseSelector, cross_val_score
 
-from ._exact import ExactRefit, exact_estimator
+from ._exact import ExactRefit, TiesToFirstClass, exact_estimator
 
 
 def multiclass_problem(seed, n, d, n_classes, sparse=False):
@@ -35,7 +35,7 @@ def multiclass_problem(seed, n, d, n_classes, sparse=False):
 
 def exact_scores(estimator, X, y, splits, scoring=None):
     scorer = check_scoring(estimator, scoring=scoring)
-    return np.array([scorer(exact_estimator(estimator, X[train], y[train]), X[test], y[test])
+    return np.array([scorer(TiesToFirstClass(exact_estimator(estimator, X[train], y[train])), X[test], y[test])
                      for train, test in splits])
 
 
