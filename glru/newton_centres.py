@@ -241,20 +241,18 @@ def weighted_gram(X, weights, fit_intercept, rows=None):
     those its refreshes touch: 1.4× faster dense)."""
     d = X.shape[1]
     gram = np.zeros((d + fit_intercept,) * 2)
-    if not sp.issparse(X):
-        dense = np.ones(X.shape[0] if rows is None else len(rows), dtype=bool)
-    else:
+    dense = True  # every row, for a dense X
+    if sp.issparse(X):
         lengths = np.diff(X.indptr) if rows is None else np.diff(X.indptr)[rows]
         dense = DENSE_ROW_RATIO * lengths.astype(float) ** 2 > d * d
     for in_dense in (False, True):
-        chosen = dense if in_dense else ~dense
-        if not chosen.any():
-            continue
-        everything = chosen.all()
-        part_rows = (None if rows is None else np.asarray(rows)) if everything else \
-            (np.flatnonzero(chosen) if rows is None else np.asarray(rows)[chosen])
-        part_weights = weights if everything else weights[chosen]
-        _add_gram(gram, X, part_weights, fit_intercept, part_rows, in_dense)
+        chosen = np.equal(dense, in_dense)
+        if np.all(chosen):
+            _add_gram(gram, X, weights, fit_intercept, rows, in_dense)
+        elif np.any(chosen):
+            part = np.flatnonzero(chosen)
+            _add_gram(gram, X, weights[part], fit_intercept, part if rows is None else np.asarray(rows)[part],
+                      in_dense)
     return gram
 
 
@@ -266,11 +264,11 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense):
     d = X.shape[1]
     upper = np.zeros((d, d)) if dense else None  # BLAS syrk fills the upper triangle only
     count = X.shape[0] if rows is None else len(rows)
-    stored = max(1.0, float(np.diff(X.indptr).mean()) if sp.issparse(X) and not dense else d) if count else 1.0
+    per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) and not dense else d
     # sparse products pay a fixed cost per call (index conversions), but their temporaries (the
     # chunk, its weighted copy and SciPy's format conversion) are copies: 2**15 stored values a
     # chunk keeps them near 1 MiB, at the speed of larger chunks; dense chunks are 2**17 floats
-    size = max(1, int((1 << (17 if dense else 15)) // stored))
+    size = max(1, int((1 << (17 if dense else 15)) // max(per_row, 1.0)))
     for start in range(0, count, size):
         chunk = slice(start, start + size)
         part = X[chunk] if rows is None else X[rows[chunk]]
