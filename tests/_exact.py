@@ -1,6 +1,7 @@
 """Exact refits for the references: scikit-learn estimators solved to their exact optimum."""
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.metaestimators import available_if
@@ -74,10 +75,12 @@ class ExactRefit(ClassifierMixin, BaseEstimator):
 
 
 class TiesToFirstClass(ClassifierMixin, BaseEstimator):
-    """A fitted multiclass ``model`` whose predictions give a tie to the first class, as the
-    engine does (:func:`glru.multinomial_cv._tie_band`): decision values within ``rtol`` of a
-    row's largest are ties. An exact refit computes an exact tie (two classes with the same
-    training rows, by symmetry) only to rounding, ±1e-16, and its arg-max then picks either."""
+    """A fitted linear ``model`` whose predictions treat rounding as the engine does: a binary
+    decision value within ``rtol``·(‖x‖‖w‖ + |b|) of 0 is 0, and multiclass decision values
+    within ``rtol`` of a row's largest are ties; both go to the first class, as for the exact
+    values (:func:`glru.bounds.zero_band`, :func:`glru.multinomial_cv._tie_band`). An exact refit
+    computes an exact 0 or tie only to rounding (a coefficient that is 0 at the optimum as 1e-33,
+    two classes with the same training rows ±1e-16), and its sign or arg-max then picks either."""
 
     def __init__(self, model, rtol=1e-12):
         self.model, self.rtol = model, rtol
@@ -86,7 +89,12 @@ class TiesToFirstClass(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         scores = self.model.decision_function(X)
         if scores.ndim == 1:
-            return self.model.predict(X)
+            final = self.model[-1] if hasattr(self.model, "steps") else self.model
+            design = self.model[:-1].transform(X) if hasattr(self.model, "steps") else X
+            norms = np.sqrt(np.asarray(design.multiply(design).sum(axis=1)).ravel() if sp.issparse(design)
+                            else np.einsum("ij,ij->i", design, design))
+            scale = norms * np.linalg.norm(final.coef_) + np.abs(final.intercept_).sum()
+            return self.classes_[(scores > self.rtol * scale).astype(int)]
         top = scores.max(axis=1, keepdims=True)
         return self.classes_[np.argmax(scores >= top - self.rtol * (1.0 + np.abs(top)), axis=1)]
 
@@ -96,4 +104,3 @@ class TiesToFirstClass(ClassifierMixin, BaseEstimator):
     @available_if(lambda self: hasattr(self.model, "predict_proba"))
     def predict_proba(self, X):
         return self.model.predict_proba(X)
-
