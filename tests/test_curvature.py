@@ -183,8 +183,8 @@ def test_k_fold_with_refreshed_references_matches_exact_refits(monkeypatch):
     refreshed = []
     original = engine._Engine._refresh
 
-    def spy(self, k, margins):
-        done = original(self, k, margins)
+    def spy(self, k, margins, *slow):
+        done = original(self, k, margins, *slow)
         refreshed.append(done)
         return done
     monkeypatch.setattr(engine._Engine, "_refresh", spy)
