@@ -272,9 +272,13 @@ class _Engine:
         blocks = self.dropped if self.curved else None
         chord = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept, n * penalty.lam,
                               blocks=blocks)
+        # polished until the suboptimality (half the decrement) is far below the gap asked for: the
+        # steps beyond would only move the gap's rounding (w8a: 15 steps to rounding level, 6 to 1e-10)
+        decrement_tol = DECREMENT_SHARE * self.full_tol * problem.fun(problem.join(coef, intercept))
         try:
             coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
-                                     newton_solve=lambda g, _: n * chord.full_solver(g), accelerate=True)
+                                     newton_solve=lambda g, _: n * chord.full_solver(g), accelerate=True,
+                                     decrement_tol=decrement_tol)
         except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: the solve below finishes
             pass
         if not problem.duality_gap(coef, intercept).converged(self.full_tol):
@@ -651,6 +655,7 @@ class _Engine:
 
 SUBSAMPLE_STRIDE = 8  # the rough full fit's Hessians (curvature path) use every 8th row, if ≥ 4·d̃ rows remain
 HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then polish
+DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap
 CHORD_MAX_STEPS = 50
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
 # a fold's reference Hessian is refreshed, at the rows moved by more than REFERENCE_SHIFT and at most

@@ -317,7 +317,7 @@ def warn_not_converged(result, tol):
         )
 
 
-def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate=False):
+def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate=False, decrement_tol=0.0):
     """Newton steps from a solved point until the gradient stops shrinking (L2 penalty only).
 
     A duality gap cannot resolve the optimum better than its rounding allowance: at a relative
@@ -328,21 +328,25 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate
     ``newton_solve(g, z)`` ≈ H⁻¹g when given (e.g. a factorization of a nearby Hessian: chord
     steps, linear convergence, no Hessian-vector products; or :func:`dense_newton_solve`, the
     exact Hessian at z: quadratic convergence when d is small); a step that does not reduce ‖g‖ ends the
-    polish (rounding level reached). Returns (coef, intercept).
+    polish (rounding level reached), and so does a step whose Newton decrement gᵀH⁻¹g (≈ twice the
+    suboptimality before it) is at most ``decrement_tol``, where a duality gap is all that is
+    needed. Returns (coef, intercept).
     """
     if problem.penalty.kappa > 0:
         return coef, intercept
     z = newton_polish(problem.join(coef, intercept), problem.grad, problem.hessp, max_steps, newton_solve,
-                      accelerate=accelerate)
+                      accelerate=accelerate, decrement_tol=decrement_tol)
     return problem.split(z)
 
 
-def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4, accelerate=False):
+def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4, accelerate=False,
+                  decrement_tol=0.0):
     """The loop of :func:`polish` on a flat parameter vector z of any smooth objective given by
     ``grad(z)`` and ``hessp(z, v)``: Newton steps (CG to relative residual ``cg_rtol``, or
-    ``newton_solve(g, z)``) while ‖g‖ shrinks. ``accelerate``: the next point combines the last
-    steps (:class:`glru.anderson.Anderson`), for chord steps (a frozen Hessian: linear
-    convergence). Returns z."""
+    ``newton_solve(g, z)``) while ‖g‖ shrinks, and until a step's decrement −gᵀs is at most
+    ``decrement_tol``. ``accelerate``: the next point combines the last steps
+    (:class:`glru.anderson.Anderson`), for chord steps (a frozen Hessian: linear convergence).
+    Returns z."""
     anderson = Anderson(ANDERSON_DEPTH) if accelerate else None
     g = grad(z)
     # near separation the curvature underflows: CG can break down (0/0) and a step can blow up;
@@ -360,8 +364,9 @@ def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4,
             g_new = grad(z_new)
             if not np.linalg.norm(g_new) < np.linalg.norm(g):
                 break
+            decrement = -float(g @ step)
             z, g = z_new, g_new
-            if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)):
+            if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)) or decrement <= decrement_tol:
                 break
     return z
 
