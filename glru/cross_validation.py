@@ -357,7 +357,7 @@ class _Engine:
             [centres[k][0] for k in indices], [centres[k][1] for k in indices])
         for k, (gradient, margins, slopes) in zip(indices, gradients):
             z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
-            out[k] = self._curvature_outcome(k, z, gradient, margins, slopes, self.fold_solvers[k](gradient), False)
+            out[k], _ = self._curvature_outcome(k, z, gradient, margins, slopes, self.fold_solvers[k](gradient), False)
         return out
 
     def _fold_curvature(self, k, solver, tau):
@@ -367,8 +367,10 @@ class _Engine:
                              solver.unseen)
 
     def _curvature_outcome(self, k, z, gradient, margins, slopes, step, solved):
-        """Bounds of :mod:`glru.curvature` on fold k's held-out values at z, with the fold's
-        Hessian factored at its reference margins (:meth:`_moved`) as M, or None."""
+        """(outcome, stalled): bounds of :mod:`glru.curvature` on fold k's held-out values at z,
+        with the fold's Hessian factored at its reference margins (:meth:`_moved`) as M, or None;
+        and whether some row they leave open lies within their floor (no smaller gradient decides
+        it from this reference)."""
         fold, dropped, d = self.folds[k], self.dropped[k], self.X.shape[1]
         w_norm, b = np.linalg.norm(z[:d]), abs(z[d]) if self.fit_intercept else 0.0
         errors = margin_error(self.checker.row_norms * w_norm + b, self.row_terms)  # of the computed margins
@@ -382,16 +384,18 @@ class _Engine:
             + self.loss.smoothness * float(errors @ self.xt_norms) + 4 * EPS * strength * w_norm
         curvature = self._current_curvature(k, gradient, step, shift)
         if curvature is None:
-            return None
+            return None, False
         def still_open(lower, upper):
             return self._open_rows(lower, upper, 0.5 * (lower + upper))
         bounds = curvature.bounds(z, gradient, gradient_error, step, margins[fold.test], shift, refine=still_open)
         if bounds is None:
-            return None
-        lower, upper, centre, beta = bounds
-        point = z - beta * step
+            return None, False
+        point = z - bounds.beta * step
         coef, intercept = (point[:d], point[d]) if self.fit_intercept else (point, 0.0)
-        return HeldOutOutcome(lower, upper, centre, coef if self.need == "values" else None, intercept, solved)
+        outcome = HeldOutOutcome(bounds.lower, bounds.upper, bounds.centre, coef if self.need == "values" else None,
+                                 intercept, solved)
+        stalled = still_open(bounds.lower, bounds.upper) & (np.abs(bounds.centre) <= bounds.floor)
+        return outcome, bool(stalled.any())
 
     def _current_curvature(self, k, gradient, step, shift):
         """Fold k's :class:`FoldCurvature` for its current factor, built (a triangular inverse and a
@@ -598,13 +602,14 @@ class _Engine:
                 step = solvers[k](gradient)
                 curved = self.curvatures[k] is not None
                 if curved:
-                    outcome = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
-                    # a step that did not shrink enough asks for a refresh before the fold gives up
-                    slow = np.linalg.norm(step) > CHORD_CONTRACTION * previous.get(k, np.inf)
+                    outcome, stalled = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
+                    # a step that did not shrink enough, or bounds that no smaller gradient would
+                    # tighten enough, ask for a refresh before the fold gives up
+                    slow = stalled or np.linalg.norm(step) > CHORD_CONTRACTION * previous.get(k, np.inf)
                     if (outcome is None or self._open(outcome)) and self._refresh(k, margins, slow):
                         # a Newton step, and bounds at the same point from the refreshed Hessian
                         step = solvers[k](gradient)
-                        outcome = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
+                        outcome, _ = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
                         previous.pop(k, None)
                         anderson[k] = Anderson(ANDERSON_DEPTH)
                     if outcome is not None and not self._open(outcome):

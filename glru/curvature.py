@@ -45,6 +45,8 @@ residual; ‖x̃‖_{M⁻¹} computed through U⁻¹ is widened by its relative 
 mean anything (κ(U)·d·u > 1e-6).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
@@ -73,6 +75,18 @@ def hessian_error(curvature_norms, strength, n_rows, dim):
     Cholesky backward error is at most γ_{d+1}‖U‖_F² = γ_{d+1}·trace(M) ≤ γ_{d+1}(Σ D_i‖x̃_i‖² + a·d)."""
     scale = curvature_norms + strength * dim
     return 2.0 * (gamma(n_rows + 2) + gamma(dim + 1) + 16 * EPS) * scale
+
+
+class HeldOutBounds(NamedTuple):
+    """What :meth:`FoldCurvature.bounds` certifies: x̃·z* ∈ [lower, upper] for the held-out rows,
+    around ``centre`` = x̃·(z − βp). ``floor`` is the part of each half-width that no smaller
+    gradient removes (the gradient's and the products' rounding, through β): a row with
+    |centre| within it is only decided by a reference nearer the optimum (smaller δ, smaller β)."""
+    lower: np.ndarray
+    upper: np.ndarray
+    centre: np.ndarray
+    beta: float
+    floor: np.ndarray
 
 
 class FoldCurvature:
@@ -153,7 +167,7 @@ class FoldCurvature:
         return Mp, err
 
     def bounds(self, z, gradient, gradient_error, step, values, shift, refine=None):
-        """(lower, upper, centre, β) of the held-out decision values x̃·z* by the theorem, or None
+        """:class:`HeldOutBounds` of the held-out decision values x̃·z* by the theorem, or None
         where νKγ ≥ c₀ (the point is too far from the optimum for it).
 
         z : the current point (coef, then intercept); gradient, gradient_error : ∇F(z) as
@@ -191,6 +205,7 @@ class FoldCurvature:
         rounding = gamma(2 * z.size + 32) * self.test_norms * (np.linalg.norm(z) + beta * np.linalg.norm(step)) \
             + 4 * EPS * np.abs(centre)
         width = (eps * g_norm + beta * residual) * (1 + 16 * EPS)
+        floor_width = beta * root_N * gradient_error * (1 + 16 * EPS)
         half = self.metric_norms * width + rounding
         if refine is not None:  # only rows that even the smallest norm ‖x̃‖/‖U‖₂ could settle
             least = self.test_norms / (self.widening * self.upper_norm) * width
@@ -199,7 +214,7 @@ class FoldCurvature:
             if rows.size:
                 self._exact_norms(rows)
                 half[rows] = self.metric_norms[rows] * width + rounding[rows]
-        return centre - half, centre + half, centre, beta
+        return HeldOutBounds(centre - half, centre + half, centre, beta, self.metric_norms * floor_width + rounding)
 
     def _exact_norms(self, rows):
         """Replace the bounds on ‖x̃‖_{M⁻¹} of the held-out ``rows`` by the computed norms ‖U⁻ᵀx̃‖

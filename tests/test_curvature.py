@@ -58,7 +58,7 @@ def _bounds(seed, n, d, C, fit_intercept, loss, reference_noise, point_noise):
     bounds = curvature.bounds(z, g, 1e-13 * (1 + np.abs(g).sum()), solver(g), margins[held_out], shift)
     if bounds is None:
         return None
-    lower, upper, centre, _ = bounds
+    lower, upper, centre = bounds.lower, bounds.upper, bounds.centre
     return lower, upper, X_tilde[held_out] @ optimum, centre
 
 
@@ -229,7 +229,7 @@ def test_unseen_features_drop_out_of_the_held_out_bounds():
         g = _gradient(X[fold.train], y[fold.train], Logistic(), a, fit_intercept, z)
         margins = X_tilde @ z
         shift = float(np.max(np.abs(margins[fold.train] - centres.margins[fold.train]))) * (1 + 1e-12) + 1e-12
-        lower, upper, _, _ = curvature.bounds(z, g, 1e-13 * (1 + np.abs(g).sum()), solver(g), margins[fold.test],
+        lower, upper, *_ = curvature.bounds(z, g, 1e-13 * (1 + np.abs(g).sum()), solver(g), margins[fold.test],
                                               shift)
         exact = X_tilde[fold.test] @ optimum
         slack = 1e-12 * (1 + np.abs(exact))
