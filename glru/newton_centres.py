@@ -25,6 +25,11 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+try:  # SciPy's own SpGEMM kernel, private: the public product stands in if it ever moves
+    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
+except ImportError:
+    _csr_matmat = None
+
 BLOCK_GRAMS_FLOATS = 1 << 20  # the folds' Gram matrices are kept up to 8 MiB
 
 
@@ -235,10 +240,11 @@ def weighted_gram(X, weights, fit_intercept, rows=None):
     (all rows if None; ``weights`` are R's), a chunk of rows at a time; weights of any sign.
     Sparse rows are multiplied as sparse matrices, or made dense for BLAS where that is faster:
     rows with nnz_i² > d²/DENSE_ROW_RATIO. A sparse product costs about nnz_i² multiply-adds a
-    row at ~8 ns each (SciPy's symbolic pass included), BLAS syrk d²/2 at ~0.1 ns; measured on
-    one core, the two break even near nnz_i² = d²/80 (a9a.t, 14 of 122 features a row: equally
-    fast; mushrooms, 21 of 112: 2× faster dense; w8a's rows of 40 to 114 of 300 features, most of
-    those its refreshes touch: 1.4× faster dense)."""
+    row at ~8 ns each with SciPy's symbolic pass (~5 ns without, :func:`_add_transpose_product`),
+    BLAS syrk d²/2 at ~0.1 ns; measured on one core, the two broke even near nnz_i² = d²/80
+    (a9a.t, 14 of 122 features a row: equally fast; mushrooms, 21 of 112: 2× faster dense; w8a's
+    rows of 40 to 114 of 300 features, most of those its refreshes touch: 1.4× faster dense), and
+    ratios from 35 to 100 measured alike once the symbolic pass was gone."""
     d = X.shape[1]
     gram = np.zeros((d + fit_intercept,) * 2)
     dense = True  # every row, for a dense X
@@ -281,7 +287,7 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense):
             # the stored values scaled in a copy (multiply() would go through COO)
             weighted = part.copy()
             weighted.data *= np.repeat(w, np.diff(part.indptr))
-            gram[:d, :d] += (part.T @ weighted).toarray()
+            _add_transpose_product(gram[:d, :d], part, weighted)
             column = np.asarray(weighted.sum(axis=0)).ravel()
         if fit_intercept:
             gram[:d, d] += column
@@ -290,6 +296,32 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense):
     if dense:
         gram[:d, :d] += upper
         gram[:d, :d] += np.triu(upper, 1).T
+
+
+def _add_transpose_product(out, A, B):
+    """out += AᵀB for CSR matrices A and B with as many rows. SciPy's SpGEMM kernel
+    (``csr_matmat``) runs on Aᵀ's CSR arrays into buffers sized by a bound on the product's
+    stored entries, min(d_A·d_B, Σ_i nnz(A_i)·nnz(B_i)), instead of SciPy's symbolic pass
+    (``csr_matmat_maxnnz``) that counts them exactly: a third of a sparse Gram matrix's time
+    (w8a, a9a.t), and the product goes straight into ``out`` without a sparse result. SciPy's
+    public product where the private kernel is missing or refuses the arrays."""
+    transposed = A.T.tocsr()
+    index_types = {a.dtype for a in (transposed.indptr, transposed.indices, B.indptr, B.indices)}
+    if _csr_matmat is not None and len(index_types) == 1:  # the kernel takes one index type
+        bound = min(out.size, int(np.diff(A.indptr).astype(np.int64) @ np.diff(B.indptr)))
+        indptr = np.empty(out.shape[0] + 1, dtype=transposed.indices.dtype)
+        indices = np.empty(bound, dtype=transposed.indices.dtype)
+        data = np.empty(bound)
+        try:
+            _csr_matmat(out.shape[0], out.shape[1], transposed.indptr, transposed.indices, transposed.data,
+                        B.indptr, B.indices, B.data, indptr, indices, data)
+        except (TypeError, ValueError):
+            pass
+        else:
+            stored = indptr[-1]  # one entry per (row, column): no repeated index in the scatter
+            out[np.repeat(np.arange(out.shape[0]), np.diff(indptr)), indices[:stored]] += data[:stored]
+            return
+    out += (transposed @ B).toarray()
 
 
 def _add_symmetric_product(out, A, w):

@@ -1,0 +1,68 @@
+"""Weighted Gram matrices (glru.newton_centres.weighted_gram) against dense products."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from glru import newton_centres
+from glru.newton_centres import weighted_gram
+
+
+def _rows_of_mixed_length(seed, n, d):
+    """CSR rows from empty to full: short ones go through the sparse product, long ones through
+    BLAS (nnz_i² > d²/DENSE_ROW_RATIO)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, d + 1, size=n)
+    lengths[: n // 3] = np.minimum(rng.integers(0, 3, size=n // 3), d)
+    dense = np.zeros((n, d))
+    for i, length in enumerate(lengths):
+        dense[i, rng.choice(d, size=length, replace=False)] = rng.standard_normal(length)
+    return sp.csr_matrix(dense), dense
+
+
+def _expected(dense, weights, fit_intercept, rows):
+    block = dense if rows is None else dense[rows]
+    if fit_intercept:
+        block = np.hstack([block, np.ones((block.shape[0], 1))])
+    return block.T @ (weights[:, None] * block)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), d=st.integers(1, 40), fit_intercept=st.booleans(),
+       subset=st.booleans(), private=st.booleans())
+def test_property_weighted_gram_equals_the_dense_product(seed, n, d, fit_intercept, subset, private):
+    X, dense = _rows_of_mixed_length(seed, n, d)
+    rng = np.random.default_rng(seed + 1)
+    rows = np.sort(rng.choice(n, size=rng.integers(0, n + 1), replace=False)) if subset else None
+    weights = rng.standard_normal(n if rows is None else rows.size)  # either sign
+    kernel = newton_centres._csr_matmat if private else None
+    original, newton_centres._csr_matmat = newton_centres._csr_matmat, kernel
+    try:
+        gram = weighted_gram(X, weights, fit_intercept, rows)
+    finally:
+        newton_centres._csr_matmat = original
+    expected = _expected(dense, weights, fit_intercept, rows)
+    scale = 1.0 + np.abs(_expected(np.abs(dense), np.abs(weights), fit_intercept, rows))
+    np.testing.assert_allclose(gram, expected, rtol=0, atol=1e-12 * scale.max())
+    dense_gram = weighted_gram(dense, weights, fit_intercept, rows)
+    np.testing.assert_allclose(dense_gram, expected, rtol=0, atol=1e-12 * scale.max())
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_sparse_products_take_either_index_type(index_type):
+    """SciPy's kernel takes one index type for all arrays; 64-bit indices (large X) work too."""
+    X, dense = _rows_of_mixed_length(3, 50, 30)
+    X.indices, X.indptr = X.indices.astype(index_type), X.indptr.astype(index_type)
+    weights = np.random.default_rng(4).standard_normal(50)
+    np.testing.assert_allclose(weighted_gram(X, weights, True), _expected(dense, weights, True, None),
+                               rtol=0, atol=1e-11)
+
+
+def test_chunked_sparse_products_accumulate():
+    """Many short rows: the sparse products run a chunk of rows at a time, and add up."""
+    X = sp.random(30_000, 200, density=0.015, format="csr", random_state=5)  # 3 values a row: sparse
+    weights = np.random.default_rng(6).standard_normal(30_000)
+    np.testing.assert_allclose(weighted_gram(X, weights, False), _expected(X.toarray(), weights, False, None),
+                               rtol=0, atol=1e-9)
