@@ -111,8 +111,9 @@ def main(argv=None):
         for data in ("mushrooms.gz", "a8a.gz", "w8a.gz"):
             X, y = load_svmlight_file(str(DATA / data))
             X = X.tocsr()
-            run(f"{data[:-3]} 10-fold", X, y, LogisticRegression(C=1.0), StratifiedKFold(10), 10, memory=True,
-                repeats=args.repeats)
+            for fit_intercept in (True, False):
+                run(f"{data[:-3]} 10-fold", X, y, LogisticRegression(C=1.0, fit_intercept=fit_intercept),
+                    StratifiedKFold(10), 10, memory=True, repeats=args.repeats)
 
 
 if __name__ == "__main__":
