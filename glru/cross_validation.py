@@ -311,6 +311,9 @@ class _Engine:
 
     def _newton_centres(self):
         centres, self.fold_solvers = [], []
+        # per fold: its reference margins u (None: the full fit's; see :meth:`_moved`), changed
+        # where the fold's reference Hessian is refreshed, and how often it was
+        self.references, self.refreshes = [None] * len(self.folds), [0] * len(self.folds)
         origin = (self.steps.z[:-1], self.steps.z[-1]) if self.fit_intercept else (self.steps.z, 0.0)
         for fold, dropped in zip(self.folds, self.dropped):
             strength = fold.n_train * self.penalty_for(fold.n_train).lam
@@ -332,10 +335,8 @@ class _Engine:
         n = self.X.shape[0]
         strength = max([self.steps.strength] + [f.n_train * self.penalty_for(f.n_train).lam for f in self.folds])
         tau = hessian_error(float(self.steps.curvatures @ self.xt_norms ** 2), strength, n, dim)
-        # per fold: τ ≥ ‖H_ref − UᵀU‖₂ and the reference margins u (None: the full fit's; see
-        # :meth:`_moved`), both changed when the fold's reference is refreshed (:meth:`_refresh`)
-        self.taus, self.references = [tau] * len(self.folds), [None] * len(self.folds)
-        self.refreshes, self.stale = [0] * len(self.folds), {}
+        # per fold: τ ≥ ‖H_ref − UᵀU‖₂, grown when the fold's reference is refreshed (:meth:`_refresh`)
+        self.taus, self.stale = [tau] * len(self.folds), {}
         longest = float(self.xt_norms.max(initial=0.0))
         out = []
         for k, (fold, solver) in enumerate(zip(self.folds, self.fold_solvers)):
@@ -458,16 +459,46 @@ class _Engine:
         del moved
         change = self.loss.second_derivative(self.y[rows], margins[rows]) \
             - self.loss.second_derivative(self.y[rows], self._reference_at(k, rows))
-        self.refreshes[k] += 1  # attempts, failed ones included: MAX_REFRESHES bounds the work
-        solver = self.steps.updated_solver(self.fold_solvers[k], rows, change)
-        if solver is None:
+        old = self.fold_solvers[k].upper
+        if not self._update_reference(k, rows, margins, change):
             return False
         # ‖H_ref − U'ᵀU'‖ ≤ τ + the rounding of UᵀU, of the rows' Gram matrix, of their sum and of
         # the new factorization: :func:`hessian_error` of trace(UᵀU) + Σ_R |ΔD_i|‖x̃_i‖²
-        old = self.fold_solvers[k].upper
         dim = old.shape[0]
         scale = float(np.vdot(old, old)) + float(np.abs(change) @ self.xt_norms[rows] ** 2)
-        tau = self.taus[k] + hessian_error(scale, 0.0, rows.size + dim, dim)
+        self.taus[k] += hessian_error(scale, 0.0, rows.size + dim, dim)
+        # its FoldCurvature is built when needed (:meth:`_current_curvature`); the old one's K
+        # guides when, and the old factor it holds is released
+        if k not in self.stale:
+            self.stale[k], self.curvatures[k] = self.curvatures[k].K, _STALE
+        return True
+
+    def _refresh_active_set(self, k, margins):
+        """For losses whose curvature is piecewise constant (squared hinge, Huber, smoothed
+        hinge): re-evaluate fold k's Hessian at every training row whose curvature at
+        ``margins`` differs from its reference's (rows that crossed a kink), so that the next
+        step is an exact Newton step (semismooth Newton, as LIBLINEAR's primal solvers); once
+        no row crosses, it lands on the fold's optimum, to rounding. Only fold solvers factored
+        directly are updated (not Woodbury ones). Returns whether it was refreshed."""
+        solver = self.fold_solvers[k]
+        if np.isfinite(self.loss.self_concordance) or solver.upper is None or self.refreshes[k] >= MAX_ACTIVE_SET_REFRESHES:
+            return False
+        reference = self.steps.curvatures.copy()
+        if self.references[k] is not None:
+            rows, values = self.references[k]
+            reference[rows] = self.loss.second_derivative(self.y[rows], values)
+        change = self.loss.second_derivative(self.y, margins) - reference
+        change[self.dropped[k]] = 0.0
+        rows = np.flatnonzero(change)
+        return rows.size > 0 and self._update_reference(k, rows, margins, change[rows])
+
+    def _update_reference(self, k, rows, margins, change):
+        """Add the curvature ``change`` of the training ``rows`` to fold k's factored Hessian (their
+        reference margins become ``margins``). Returns whether the new Hessian could be factored."""
+        self.refreshes[k] += 1  # attempts, failed ones included: bounds the work
+        solver = self.steps.updated_solver(self.fold_solvers[k], rows, change)
+        if solver is None:
+            return False
         changed = rows
         if self.references[k] is not None:  # a mask, where np.union1d would sort
             mask = np.zeros(margins.size, dtype=bool)
@@ -476,11 +507,7 @@ class _Engine:
         values = self._reference_at(k, changed)
         values[np.searchsorted(changed, rows)] = margins[rows]
         self.references[k] = (changed, values)
-        self.fold_solvers[k], self.taus[k] = solver, tau
-        # its FoldCurvature is built when needed (:meth:`_current_curvature`); the old one's K
-        # guides when, and the old factor it holds is released
-        if k not in self.stale:
-            self.stale[k], self.curvatures[k] = self.curvatures[k].K, _STALE
+        self.fold_solvers[k] = solver
         return True
 
     def _certify(self, indices, centres, on_X=False, final=True, thorough=False):
@@ -616,6 +643,10 @@ class _Engine:
                         outcomes[k] = outcome
                         at_centres += int(outcome.decided.sum()) if k in fresh else 0
                         continue
+                elif self._refresh_active_set(k, margins):
+                    step = solvers[k](gradient)
+                    previous.pop(k, None)
+                    anderson[k] = Anderson(ANDERSON_DEPTH)
                 size = np.linalg.norm(step)
                 if size <= 4 * EPS * (1.0 + np.linalg.norm(z)) or size > CHORD_CONTRACTION * previous.get(k, np.inf):
                     finished.append(k)
@@ -674,6 +705,7 @@ SLOW_REFRESH_SHIFT = 0.25
 REFERENCE_SHIFT = 0.2
 REFRESH_MAX_FRACTION = 0.1
 MAX_REFRESHES = 8
+MAX_ACTIVE_SET_REFRESHES = 20  # semismooth Newton steps a fold may take before a solve takes over
 
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING

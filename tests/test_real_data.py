@@ -88,6 +88,22 @@ def test_a9a_ten_fold_scores_equal_exact_refits(shared_data, fit_intercept):
     np.testing.assert_array_equal(GLRUCrossValidator(est, cv=cv).fit(X, y).scores_, exact_scores(est, X, y, cv))
 
 
+@pytest.mark.parametrize("name", ["mushrooms.gz", "a9a.t.gz"])
+def test_linear_svc_ten_fold_scores_equal_exact_refits(shared_data, name):
+    """Squared hinge folds iterated by semismooth Newton steps (their Hessians refreshed where rows
+    cross the hinge) to the exact refits' scores."""
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.svm import LinearSVC
+
+    from sklearn_ext import GLRUCrossValidator
+
+    from .test_cross_validation import exact_scores
+
+    X, y = load_svmlight_file(str(shared_data / name))
+    est, cv = LinearSVC(C=1.0), StratifiedKFold(10)
+    np.testing.assert_array_equal(GLRUCrossValidator(est, cv=cv).fit(X, y).scores_, exact_scores(est, X, y, cv))
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_arcene_leave_one_out_labels_and_intervals(shared_data, fit_intercept):
     """The paper's setting at λ = 2^-10: every certified interval checked on a sample of exact refits."""
