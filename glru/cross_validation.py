@@ -263,6 +263,10 @@ class _Engine:
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol)
             return full.coef, full.intercept
+        # where the curvature is piecewise constant the Hessian follows the rows that cross a kink:
+        # exact (semismooth) Newton steps from the rough fit, at the cost of those rows' Gram
+        # matrices (from a cold start they oscillate on mushrooms, whose optimum is separable)
+        piecewise = not self.curved and not np.isfinite(self.loss.self_concordance)
         if self.curved:
             dim = self.work_X.shape[1] + self.fit_intercept
             coef, intercept, _ = subsampled_newton(problem, *start, stride=max(1, min(SUBSAMPLE_STRIDE, n // (4 * dim))))
@@ -275,16 +279,22 @@ class _Engine:
         # polished until the suboptimality (half the decrement) is far below the gap asked for: the
         # steps beyond would only move the gap's rounding (w8a: 15 steps to rounding level, 6 to 1e-10)
         decrement_tol = DECREMENT_SHARE * self.full_tol * problem.fun(problem.join(coef, intercept))
+
+        def newton_solve(g, z):
+            if piecewise:
+                chord.reevaluate(problem.margins(*problem.split(z)))
+            return n * chord.full_solver(g)
         try:
-            coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS,
-                                     newton_solve=lambda g, _: n * chord.full_solver(g), accelerate=True,
-                                     decrement_tol=decrement_tol)
+            coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS, newton_solve=newton_solve,
+                                     accelerate=not piecewise, decrement_tol=decrement_tol)
         except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: the solve below finishes
             pass
         if not problem.duality_gap(coef, intercept).converged(self.full_tol):
             finished = solve(problem, coef, intercept, tol=self.full_tol)
             coef, intercept = finished.coef, finished.intercept
-        if self.curved:  # the folds' chord steps and certificates work from the rough point's Hessian
+        if piecewise:  # the Hessian at the optimum: the rows that cross at the last step, and no more
+            chord.reevaluate(problem.margins(coef, intercept))
+        if self.curved or piecewise:  # the folds' chord steps (and certificates) work from this Hessian
             chord.recentre(coef, intercept)
             self.steps = chord
         else:  # the fold steps need the Hessian at the optimum: Newton, not chord, steps

@@ -78,6 +78,18 @@ class NewtonCentres:
         self.slopes = self.loss.derivative(self.y, self._margins(self.z) if margins is None else margins)
         self.loss_gradient = self._transpose_times(None, self.slopes)
 
+    def reevaluate(self, margins):
+        """Move the Hessian to ``margins`` where a row's curvature changed: for losses whose
+        curvature is piecewise constant (squared hinge, Huber), those are the rows that crossed a
+        kink, and the update (a Gram matrix of those rows) is the exact Hessian there. The factor
+        is recomputed when next needed. Not with kept block Gram matrices (made at the old
+        curvatures)."""
+        curvatures = self.loss.second_derivative(self.y, margins)
+        rows = np.flatnonzero(curvatures != self.curvatures)
+        if rows.size:
+            self.hessian += self._gram(rows, curvatures[rows] - self.curvatures[rows])
+            self.curvatures, self.margins, self._factor = curvatures, margins, None
+
     def full_solver(self, g):
         """S⁻¹g: the chord step of the full-data problem (sum form)."""
         return scipy.linalg.cho_solve(self._full_factor(), g)
