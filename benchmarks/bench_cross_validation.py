@@ -5,7 +5,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py            # everything (~10 min)
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --quick     # arcene λ = 2^0 only, a9a.t
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --quick --kfold-only   # a9a.t only
-    PYTHONPATH=. python benchmarks/bench_cross_validation.py --kfold-only           # a9a.t and its neighbours
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --kfold-only           # a9a.t, its neighbours, others
 
 K-fold rows report the median of ``--repeats`` interleaved runs of each computation.
 
@@ -27,6 +27,8 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.model_selection import cross_val_score as sklearn_cross_val_score
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
 
 import _common
 from _common import DATA
@@ -46,10 +48,14 @@ def timed(function, memory=False):
     return result, elapsed, peak
 
 
-def liblinear_cv(X, y, C, folds, fit_intercept):
-    """LIBLINEAR's own -v cross-validation (its accuracy), L2 logistic (-s 0); -B 1 -R gives an
-    unpenalized bias like scikit-learn's default LogisticRegression."""
-    options = f"-s 0 -c {C} -v {folds} -q" + (" -B 1 -R" if fit_intercept else "")
+def liblinear_cv(X, y, estimator, folds):
+    """LIBLINEAR's own -v cross-validation (its accuracy) of the same model: L2 logistic (-s 0,
+    with -B 1 -R an unpenalized bias like LogisticRegression's), or the L2-regularized squared
+    hinge (-s 2, with -B 1 a penalized bias like LinearSVC's intercept_scaling = 1)."""
+    svc = isinstance(estimator, LinearSVC)
+    options = f"-s {2 if svc else 0} -c {estimator.C} -v {folds} -q"
+    if estimator.fit_intercept:
+        options += " -B 1" if svc else " -B 1 -R"
     return liblinearutil.train(y, X, options)
 
 
@@ -63,7 +69,7 @@ def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
         runs[0].append(t)
         reference, t, _ = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv))
         runs[1].append(t)
-        runs[2].append(timed(lambda: liblinear_cv(X, y, estimator.C, liblinear_folds, estimator.fit_intercept))[1])
+        runs[2].append(timed(lambda: liblinear_cv(X, y, estimator, liblinear_folds))[1])
     t_glru, t_sk, t_ll = (float(np.median(r)) for r in runs)
     if memory:  # separate runs: tracing allocations slows both down
         m_glru = timed(lambda: GLRUCrossValidator(estimator, cv=cv).fit(X, y), memory=True)[2]
@@ -114,6 +120,14 @@ def main(argv=None):
             for fit_intercept in (True, False):
                 run(f"{data[:-3]} 10-fold", X, y, LogisticRegression(C=1.0, fit_intercept=fit_intercept),
                     StratifiedKFold(10), 10, memory=True, repeats=args.repeats)
+        # other shapes and models: n ≈ d (madelon.t, dense, standardized), and LinearSVC
+        X, y = load_svmlight_file(str(DATA / "madelon.t.gz"))
+        run("madelon.t 10-fold", StandardScaler().fit_transform(X.toarray()), y, LogisticRegression(C=1.0),
+            StratifiedKFold(10), 10, memory=False, repeats=args.repeats)
+        for data in ("a9a.t.gz", "mushrooms.gz", "w8a.gz"):
+            X, y = load_svmlight_file(str(DATA / data))
+            run(f"{data[:-3]} 10-fold, LinearSVC", X.tocsr(), y, LinearSVC(C=1.0), StratifiedKFold(10), 10,
+                memory=False, repeats=args.repeats)
 
 
 if __name__ == "__main__":
