@@ -177,15 +177,22 @@ class _Engine:
         self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM
         # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
         self.dropped = [f.outside_training(n) for f in folds]
-        # folds certified by :mod:`glru.curvature`: losses with |ℓ‴| ≤ νℓ″, coordinates of X, small
-        # d̃, folds large enough to be factored directly (K-fold; leave-one-out uses Woodbury)
+        # folds factored directly (coordinates of X, small d̃, folds large enough: K-fold; leave-one-
+        # out uses Woodbury), and of those the ones certified by :mod:`glru.curvature`: losses with
+        # |ℓ‴| ≤ νℓ″ (the others, piecewise quadratic, take semismooth Newton steps)
         dim = d + fit_intercept
-        self.curved = self.newton and self.span is None and np.isfinite(loss.self_concordance) \
-            and dim <= CURVATURE_MAX_DIM and all(4 * rows.size >= dim for rows in self.dropped)
+        self.direct = self.newton and self.span is None and dim <= CURVATURE_MAX_DIM \
+            and all(4 * rows.size >= dim for rows in self.dropped)
+        self.curved = self.direct and np.isfinite(loss.self_concordance)
 
     def run(self, solve_open=True):
-        with single_threaded_blas() if self.curved else contextlib.nullcontext():
-            return self._run(solve_open)
+        return self._with_blas(self._run, solve_open)
+
+    def _with_blas(self, function, *args):
+        """``function(*args)`` with one BLAS thread where the folds are factored directly: their
+        products are d̃ × d̃ (two threads made them 2–3× slower on the 2-core machine)."""
+        with single_threaded_blas() if self.direct else contextlib.nullcontext():
+            return function(*args)
 
     def _run(self, solve_open):
         clock = _Clock()
@@ -215,8 +222,8 @@ class _Engine:
             return self._finish(clock, coef, intercept, centres, outcomes, radii, n_certified)
         result = CrossValidation(outcomes, coef, intercept, n_certified, dict(clock.laps))
         def resume():
-            with single_threaded_blas() if self.curved else contextlib.nullcontext():
-                return self._finish(clock, coef, intercept, list(centres), list(outcomes), radii, n_certified)
+            return self._with_blas(self._finish, clock, coef, intercept, list(centres), list(outcomes), radii,
+                                   n_certified)
         result.resume = resume
         return result
 
@@ -264,12 +271,15 @@ class _Engine:
             full = solve(problem, *start, tol=self.full_tol)
             return full.coef, full.intercept
         # where the curvature is piecewise constant the Hessian follows the rows that cross a kink:
-        # exact (semismooth) Newton steps from the rough fit, at the cost of those rows' Gram
-        # matrices (from a cold start they oscillate on mushrooms, whose optimum is separable)
-        piecewise = not self.curved and not np.isfinite(self.loss.self_concordance)
+        # exact (semismooth) Newton steps, at the cost of those rows' Gram matrices, damped until
+        # the objective decreases (undamped from a cold start they oscillate on mushrooms)
+        piecewise = self.direct and not self.curved
         if self.curved:
             dim = self.work_X.shape[1] + self.fit_intercept
             coef, intercept, _ = subsampled_newton(problem, *start, stride=max(1, min(SUBSAMPLE_STRIDE, n // (4 * dim))))
+        elif piecewise:  # damped semismooth Newton from the start (below)
+            coef, intercept = start
+            coef = np.zeros(self.work_X.shape[1]) if coef is None else coef
         else:
             rough = solve(problem, *start, tol=HUB_TOL)
             coef, intercept = rough.coef, rough.intercept
@@ -286,7 +296,8 @@ class _Engine:
             return n * chord.full_solver(g)
         try:
             coef, intercept = polish(problem, coef, intercept, max_steps=CHORD_MAX_STEPS, newton_solve=newton_solve,
-                                     accelerate=not piecewise, decrement_tol=decrement_tol)
+                                     accelerate=not piecewise, decrement_tol=decrement_tol,
+                                     objective=problem.fun if piecewise else None)
         except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: the solve below finishes
             pass
         if not problem.duality_gap(coef, intercept).converged(self.full_tol):

@@ -317,7 +317,8 @@ def warn_not_converged(result, tol):
         )
 
 
-def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate=False, decrement_tol=0.0):
+def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate=False, decrement_tol=0.0,
+           objective=None):
     """Newton steps from a solved point until the gradient stops shrinking (L2 penalty only).
 
     A duality gap cannot resolve the optimum better than its rounding allowance: at a relative
@@ -330,23 +331,24 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate
     exact Hessian at z: quadratic convergence when d is small); a step that does not reduce ‖g‖ ends the
     polish (rounding level reached), and so does a step whose Newton decrement gᵀH⁻¹g (≈ twice the
     suboptimality before it) is at most ``decrement_tol``, where a duality gap is all that is
-    needed. Returns (coef, intercept).
+    needed. ``objective``: damped steps instead (:func:`newton_polish`). Returns (coef, intercept).
     """
     if problem.penalty.kappa > 0:
         return coef, intercept
     z = newton_polish(problem.join(coef, intercept), problem.grad, problem.hessp, max_steps, newton_solve,
-                      accelerate=accelerate, decrement_tol=decrement_tol)
+                      accelerate=accelerate, decrement_tol=decrement_tol, objective=objective)
     return problem.split(z)
 
 
 def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4, accelerate=False,
-                  decrement_tol=0.0):
+                  decrement_tol=0.0, objective=None):
     """The loop of :func:`polish` on a flat parameter vector z of any smooth objective given by
     ``grad(z)`` and ``hessp(z, v)``: Newton steps (CG to relative residual ``cg_rtol``, or
     ``newton_solve(g, z)``) while ‖g‖ shrinks, and until a step's decrement −gᵀs is at most
     ``decrement_tol``. ``accelerate``: the next point combines the last steps
     (:class:`glru.anderson.Anderson`), for chord steps (a frozen Hessian: linear convergence).
-    Returns z."""
+    With ``objective`` (a callable of z) each step is halved until the objective decreases
+    instead (damped Newton: global convergence from a cold start). Returns z."""
     anderson = Anderson(ANDERSON_DEPTH) if accelerate else None
     g = grad(z)
     # near separation the curvature underflows: CG can break down (0/0) and a step can blow up;
@@ -360,15 +362,29 @@ def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4,
                 step, _ = cg(hessian, -g, rtol=cg_rtol, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × cg_rtol a step
             if not np.all(np.isfinite(step)):
                 break
+            if objective is not None:
+                step = _damped(objective, z, step)
+                if step is None:
+                    break
             z_new = z + step if anderson is None else anderson.next(z, step)
             g_new = grad(z_new)
-            if not np.linalg.norm(g_new) < np.linalg.norm(g):
+            if objective is None and not np.linalg.norm(g_new) < np.linalg.norm(g):
                 break
             decrement = -float(g @ step)
             z, g = z_new, g_new
             if np.linalg.norm(step) <= 4 * np.finfo(float).eps * (1.0 + np.linalg.norm(z)) or decrement <= decrement_tol:
                 break
     return z
+
+
+def _damped(objective, z, step, max_halvings=30):
+    """``step`` halved until objective(z + step) < objective(z), or None if that never happens."""
+    f = objective(z)
+    for _ in range(max_halvings):
+        if objective(z + step) < f:
+            return step
+        step = 0.5 * step
+    return None
 
 
 def subsampled_newton(problem, coef=None, intercept=0.0, *, stride=4, max_steps=20, decrement_rtol=1e-3):

@@ -198,3 +198,32 @@ def test_curvature_sample_takes_every_row_when_the_budget_allows():
     rows, weights = curvature_sample(scores, 10)
     np.testing.assert_array_equal(rows, [1, 2, 3])
     np.testing.assert_array_equal(weights, 1.0)
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "huber"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_damped_semismooth_newton_reaches_the_optimum_from_zero(loss, fit_intercept):
+    """Piecewise-quadratic losses: Newton steps whose Hessian is re-evaluated at the rows that
+    crossed a kink (NewtonCentres.reevaluate), damped until the objective decreases, go from a
+    cold start to the optimum, and leave the exact Hessian of the final point."""
+    from glru.losses import get_loss
+    from glru.newton_centres import NewtonCentres, weighted_gram
+    from glru.penalties import L2
+    from glru.problem import Problem
+    from glru.solver import polish
+
+    X, y = random_problem(7, 300, 12, "squared" if loss == "huber" else "logistic", scale=3.0)
+    n, lam = X.shape[0], 1e-3
+    problem = Problem(X, y, get_loss(loss), L2(lam), fit_intercept)
+    hessian = NewtonCentres(X, y, problem.loss, fit_intercept, np.zeros(12), 0.0, n * lam)
+
+    def newton_solve(g, z):
+        hessian.reevaluate(problem.margins(*problem.split(z)))
+        return n * hessian.full_solver(g)
+    coef, intercept = polish(problem, np.zeros(12), 0.0, max_steps=50, newton_solve=newton_solve,
+                             objective=problem.fun)
+    assert problem.duality_gap(coef, intercept).converged(1e-10)
+    hessian.reevaluate(problem.margins(coef, intercept))
+    curvatures = problem.loss.second_derivative(y, problem.margins(coef, intercept))
+    exact = weighted_gram(X, curvatures, fit_intercept) + np.diag(n * lam * hessian.mask)
+    np.testing.assert_allclose(hessian.hessian, exact, rtol=0, atol=1e-9 * np.abs(exact).max())
