@@ -648,27 +648,27 @@ class _Engine:
             for k, (gradient, margins, slopes) in zip(active, gradients):
                 z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
                 step = solvers[k](gradient)
+                size = np.linalg.norm(step)
                 curved = self.curvatures[k] is not None
                 if curved:
                     outcome, stalled = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
                     # a step that did not shrink enough, or bounds that no smaller gradient would
                     # tighten enough, ask for a refresh before the fold gives up
-                    slow = stalled or np.linalg.norm(step) > CHORD_CONTRACTION * previous.get(k, np.inf)
-                    if (outcome is None or self._open(outcome)) and self._refresh(k, margins, slow):
-                        # a Newton step, and bounds at the same point from the refreshed Hessian
-                        step = solvers[k](gradient)
-                        outcome, _ = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
-                        previous.pop(k, None)
-                        anderson[k] = Anderson(ANDERSON_DEPTH)
-                    if outcome is not None and not self._open(outcome):
-                        outcomes[k] = outcome
-                        at_centres += int(outcome.decided.sum()) if k in fresh else 0
-                        continue
-                elif self._refresh_active_set(k, margins):
+                    slow = stalled or size > CHORD_CONTRACTION * previous.get(k, np.inf)
+                    refreshed = (outcome is None or self._open(outcome)) and self._refresh(k, margins, slow)
+                else:
+                    refreshed = self._refresh_active_set(k, margins)
+                if refreshed:  # a Newton step from the refreshed Hessian (and bounds at the same point)
                     step = solvers[k](gradient)
+                    size = np.linalg.norm(step)
                     previous.pop(k, None)
                     anderson[k] = Anderson(ANDERSON_DEPTH)
-                size = np.linalg.norm(step)
+                    if curved:
+                        outcome, _ = self._curvature_outcome(k, z, gradient, margins, slopes, step, k not in fresh)
+                if curved and outcome is not None and not self._open(outcome):
+                    outcomes[k] = outcome
+                    at_centres += int(outcome.decided.sum()) if k in fresh else 0
+                    continue
                 if size <= 4 * EPS * (1.0 + np.linalg.norm(z)) or size > CHORD_CONTRACTION * previous.get(k, np.inf):
                     finished.append(k)
                     continue

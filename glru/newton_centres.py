@@ -88,7 +88,8 @@ class NewtonCentres:
         rows = np.flatnonzero(curvatures != self.curvatures)
         if rows.size:
             self.hessian += self._gram(rows, curvatures[rows] - self.curvatures[rows])
-            self.curvatures, self.margins, self._factor = curvatures, margins, None
+            self._factor = None
+        self.curvatures, self.margins = curvatures, margins
 
     def full_solver(self, g):
         """S⁻¹g: the chord step of the full-data problem (sum form)."""
