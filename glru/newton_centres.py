@@ -215,8 +215,8 @@ class NewtonCentres:
         capacitance = scipy.linalg.lu_factor(np.eye(rows.shape[0]) - E @ Sinv_Et, check_finite=True)
 
         def solver(g):
-            Sinv_g = scipy.linalg.cho_solve(factor, g)
-            return Sinv_g + Sinv_Et @ scipy.linalg.lu_solve(capacitance, E @ Sinv_g)
+            Sinv_g = scipy.linalg.cho_solve(factor, g, check_finite=False)
+            return Sinv_g + Sinv_Et @ scipy.linalg.lu_solve(capacitance, E @ Sinv_g, check_finite=False)
         return solver
 
 

@@ -17,6 +17,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 from sklearn.svm import LinearSVC
 
+import glru.cross_validation as glru_cv
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
 
 from ._exact import TiesToFirstClass, exact_estimator
@@ -254,6 +255,35 @@ def test_sparse_and_dense_give_the_same_scores():
     dense = cross_val_score(LogisticRegression(C=0.3), X.toarray(), y, cv=LeaveOneOut())
     np.testing.assert_array_equal(cross_val_score(LogisticRegression(C=0.3), sp.csr_matrix(X), y,
                                                   cv=LeaveOneOut()), dense)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("scoring", ["accuracy", "neg_log_loss"])
+def test_folds_far_from_the_full_fit_take_newton_cg_steps_together(monkeypatch, fit_intercept, scoring):
+    """n ≈ d and labels that are noise (madelon's shape): removing a fifth of the rows moves each
+    fold's optimum far from the full fit's, the chord steps stall, and the folds take Newton–CG
+    steps together (one job); with two jobs they are solved one per joblib task. Both give the
+    exact refits' scores."""
+    rng = np.random.default_rng(4)
+    X, y = rng.standard_normal((60, 50)), rng.integers(0, 2, 60)
+    est, cv = LogisticRegression(C=1.0, fit_intercept=fit_intercept), KFold(5, shuffle=True, random_state=0)
+    batches, original = [], glru_cv._Engine._newton_cg_steps
+
+    def spy(self, pending, newton):
+        batches.append(len(pending))
+        return original(self, pending, newton)
+    monkeypatch.setattr(glru_cv._Engine, "_newton_cg_steps", spy)
+    together = cross_val_score(est, X, y, cv=cv, scoring=scoring)
+    assert max(batches) > 1
+    batches.clear()
+    apart = cross_val_score(est, X, y, cv=cv, scoring=scoring, n_jobs=2)
+    assert not batches
+    expected = exact_scores(est, X, y, cv, scoring)
+    for got in (together, apart):
+        if scoring == "accuracy":
+            np.testing.assert_array_equal(got, expected)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-9)
 
 
 def test_dask_backend_distributes_the_fold_solves():

@@ -1,0 +1,116 @@
+"""Damped Newton–CG steps of many folds at once (glru.fold_steps) against dense references."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from glru.fold_steps import FoldBlock
+from glru.losses import get_loss
+from glru.penalties import L2
+from glru.problem import Problem
+from glru.solver import polish, solve
+
+from ._problems import random_problem
+
+
+def _block(seed, n, d, loss, fit_intercept, sparse, m=3):
+    """A FoldBlock of m folds (each without a few rows) at random points, with its data."""
+    X, y = random_problem(seed, n, d, loss, sparse=sparse)
+    rng = np.random.default_rng(seed + 1)
+    dropped = [np.sort(rng.choice(n, size=max(1, n // 5), replace=False)) for _ in range(m)]
+    Z = rng.standard_normal((d + fit_intercept, m)) * 0.3
+    U = np.asarray(X @ Z[:d]) + (Z[d] if fit_intercept else 0.0)
+    strengths = rng.uniform(0.1, 2.0, size=m)
+    block = FoldBlock(X, X.T, y, get_loss(loss), fit_intercept, Z, U, dropped, strengths)
+    return block, X, y, dropped, strengths
+
+
+def _dense_hessian(X, y, loss, fit_intercept, z, rows, strength):
+    """The fold's Hessian in sum form, from the dense rows."""
+    Xd = X.toarray() if sp.issparse(X) else X
+    Xt = np.hstack([Xd, np.ones((Xd.shape[0], 1))]) if fit_intercept else Xd
+    margins = Xt @ z
+    curvatures = get_loss(loss).second_derivative(y, margins)
+    H = Xt[rows].T @ (curvatures[rows, None] * Xt[rows])
+    penalty = np.full(Xt.shape[1], strength)
+    if fit_intercept:
+        penalty[-1] = 0.0
+    return H + np.diag(penalty)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(6, 40), d=st.integers(1, 12),
+       loss=st.sampled_from(["logistic", "squared", "squared_hinge", "huber"]),
+       fit_intercept=st.booleans(), sparse=st.booleans())
+def test_hessian_products_and_steps_match_dense_algebra(seed, n, d, loss, fit_intercept, sparse):
+    block, X, y, dropped, strengths = _block(seed, n, d, loss, fit_intercept, sparse)
+    rng = np.random.default_rng(seed)
+    V = rng.standard_normal(block.Z.shape)
+    G = rng.standard_normal(block.Z.shape)
+    HV = block.hessian_times(V)
+    S = block.newton_steps(G, np.full(G.shape[1], 1e-12))
+    for j, rows in enumerate(dropped):
+        training = np.setdiff1d(np.arange(n), rows)
+        H = _dense_hessian(X, y, loss, fit_intercept, block.Z[:, j], training, strengths[j])
+        np.testing.assert_allclose(HV[:, j], H @ V[:, j], rtol=1e-10, atol=1e-10 * np.abs(H).max())
+        if np.linalg.eigvalsh(H).min() > 1e-8 * np.abs(H).max():  # CG solves the system where it is one
+            np.testing.assert_allclose(H @ S[:, j], -G[:, j], rtol=0, atol=1e-8 * np.linalg.norm(G[:, j]))
+
+
+def test_coarse_forcing_leaves_the_residual_it_allows():
+    block, *_ = _block(3, 60, 20, "logistic", True, False)
+    G = np.random.default_rng(0).standard_normal(block.Z.shape)
+    forcing = np.array([0.5, 1e-3, 1e-9])
+    S = block.newton_steps(G, forcing)
+    residuals = np.linalg.norm(block.hessian_times(S) + G, axis=0)
+    assert np.all(residuals <= forcing * np.linalg.norm(G, axis=0) * (1 + 1e-9))
+    assert residuals[0] > residuals[2]  # the coarse column stopped early
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_damped_steps_reach_each_fold_optimum(fit_intercept, sparse):
+    """From far away (each fold's optimum is at distance ~10), damped Newton–CG steps decrease
+    every fold's objective and land on the optimum of an independent solve."""
+    n, d = 50, 45  # n ≈ d: the fold optima are far from one another
+    X, y = random_problem(11, n, d, "logistic", sparse=sparse)
+    loss = get_loss("logistic")
+    dropped = [np.arange(k, n, 5) for k in range(5)]
+    strengths = np.full(5, 0.5)
+    Z = np.zeros((d + fit_intercept, 5))
+    reference = None
+    for _ in range(60):
+        U = np.asarray(X @ Z[:d]) + (Z[d] if fit_intercept else 0.0)
+        block = FoldBlock(X, X.T, y, loss, fit_intercept, Z, U, dropped, strengths)
+        if reference is not None:  # never up, but for the rounding of the sums at the optimum
+            assert np.all(block.objective <= reference * (1 + 1e-14))
+        reference = block.objective
+        G = _gradients(X, y, loss, fit_intercept, Z, block)
+        if np.all(np.linalg.norm(G, axis=0) < 1e-11):
+            break
+        S = block.newton_steps(G, np.minimum(0.5, np.sqrt(np.linalg.norm(G, axis=0))))
+        Z = Z + block.backtrack(S, G) * S
+    for j, rows in enumerate(dropped):
+        training = np.setdiff1d(np.arange(n), rows)
+        problem = Problem(X[training], y[training], loss, L2(strengths[j] / training.size), fit_intercept)
+        exact = solve(problem, tol=1e-14)
+        coef, intercept = polish(problem, exact.coef, exact.intercept)
+        np.testing.assert_allclose(Z[:d, j], coef, rtol=1e-7, atol=1e-9)
+        if fit_intercept:
+            np.testing.assert_allclose(Z[d, j], intercept, rtol=1e-7, atol=1e-9)
+
+
+def test_backtrack_is_zero_without_descent():
+    block, X, y, _, _ = _block(5, 30, 6, "logistic", False, False)
+    G = _gradients(X, y, get_loss("logistic"), False, block.Z, block)
+    np.testing.assert_array_equal(block.backtrack(G, G), 0.0)  # +g is an ascent direction
+    np.testing.assert_array_equal(block.backtrack(-1e-3 * G, G), 1.0)  # a short descent step is taken whole
+    assert np.all(block.backtrack(-1e6 * G, G) < 1.0)  # a long one is halved
+
+
+def _gradients(X, y, loss, fit_intercept, Z, block):
+    slopes = np.where(block.training, loss.derivative(y[:, None], block.U), 0.0)
+    G = np.asarray(X.T @ slopes) + block.strengths * Z[:X.shape[1]]
+    return np.vstack([G, slopes.sum(axis=0)]) if fit_intercept else G
