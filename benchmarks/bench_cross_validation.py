@@ -21,6 +21,7 @@ import platform
 import tracemalloc
 
 import numpy as np
+import scipy.sparse as sp
 import sklearn
 from liblinear import liblinearutil
 from sklearn.datasets import load_svmlight_file
@@ -85,6 +86,20 @@ def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
     print(row, flush=True)
 
 
+def synthetic():
+    """(name, X, y) of seeded synthetic shapes between madelon.t (n ≈ d) and a9a.t (n ≫ d): labels
+    from a noisy linear model, dense n = 4d and sparse (5 % of values stored) n = 2d."""
+    rng = np.random.default_rng(0)
+    for name, n, d, density in (("synthetic dense 2000 × 500", 2000, 500, 1.0),
+                                ("synthetic sparse 4000 × 2000 (5 %)", 4000, 2000, 0.05)):
+        X = rng.standard_normal((n, d))
+        if density < 1:
+            X[rng.random((n, d)) > density] = 0.0
+            X = sp.csr_matrix(X)
+        y = np.where(X @ (0.3 * rng.standard_normal(d)) + rng.standard_normal(n) > 0, 1, -1)
+        yield name, X, y
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -122,8 +137,13 @@ def main(argv=None):
                     StratifiedKFold(10), 10, memory=True, repeats=args.repeats)
         # other shapes and models: n ≈ d (madelon.t, dense, standardized), and LinearSVC
         X, y = load_svmlight_file(str(DATA / "madelon.t.gz"))
-        run("madelon.t 10-fold", StandardScaler().fit_transform(X.toarray()), y, LogisticRegression(C=1.0),
-            StratifiedKFold(10), 10, memory=False, repeats=args.repeats)
+        X = StandardScaler().fit_transform(X.toarray())
+        for fit_intercept in (True, False):
+            run("madelon.t 10-fold", X, y, LogisticRegression(C=1.0, fit_intercept=fit_intercept),
+                StratifiedKFold(10), 10, memory=fit_intercept, repeats=args.repeats)
+        for name, X, y in synthetic():
+            run(f"{name} 10-fold", X, y, LogisticRegression(C=1.0), StratifiedKFold(10), 10, memory=True,
+                repeats=args.repeats)
         for data in ("a9a.t.gz", "mushrooms.gz", "w8a.gz"):
             X, y = load_svmlight_file(str(DATA / data))
             run(f"{data[:-3]} 10-fold, LinearSVC", X.tocsr(), y, LinearSVC(C=1.0), StratifiedKFold(10), 10,

@@ -175,9 +175,13 @@ class _Engine:
         l2 = penalty_for(n).kappa == 0
         self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS else None
         self.work_X = self.span.Z if self.span is not None else X
-        self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM
         # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
         self.dropped = [f.outside_training(n) for f in folds]
+        self.iterate_together = effective_n_jobs(parallel["n_jobs"]) == 1
+        # folds with no Newton centre are iterated from the full fit by Newton–CG steps (with one job)
+        self.newton_cg = l2 and self.span is None and self.iterate_together
+        self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM and (
+            not self.newton_cg or _centres_pay_off(self.work_X, fit_intercept, self.dropped))
         # folds factored directly (coordinates of X, small d̃, folds large enough: K-fold; leave-one-
         # out uses Woodbury), and of those the ones certified by :mod:`glru.curvature`: losses with
         # |ℓ‴| ≤ νℓ″ (the others, piecewise quadratic, take semismooth Newton steps)
@@ -186,7 +190,6 @@ class _Engine:
             and all(4 * rows.size >= dim for rows in self.dropped)
         self.curved = self.direct and np.isfinite(loss.self_concordance)
         stored = X.nnz if sp.issparse(X) else X.size
-        self.iterate_together = effective_n_jobs(parallel["n_jobs"]) == 1
         self.single_threaded = self.direct or 8 * stored <= SINGLE_THREAD_BYTES
 
     def run(self, solve_open=True):
@@ -208,6 +211,7 @@ class _Engine:
         # terms of each row's computed margin (its stored values): the products' rounding bound
         self.row_terms = self.X.getnnz(axis=1) if sp.issparse(self.X) else self.X.shape[1]
         clock.lap("full fit")
+        self.fold_solvers = [None] * len(self.folds)
         centres = self._newton_centres() if self.newton else [hub] * len(self.folds)
         self.curvatures = self._fold_curvatures() if self.newton else [None] * len(self.folds)
         if solve_open:  # the chord's first pass certifies these at their centres (one gradient each)
@@ -240,7 +244,7 @@ class _Engine:
             keep = set(open_folds) if self.span is None else set()
             self.fold_solvers = [s if k in keep else None for k, s in enumerate(self.fold_solvers)]
             self.curvatures = [c if k in keep else None for k, c in enumerate(self.curvatures)]
-        if open_folds and self.newton and self.span is None:
+        if open_folds and (self.newton or self.newton_cg) and self.span is None:
             n_certified += self._chord(open_folds, centres, outcomes, radii)
             open_folds = [k for k in open_folds if self._open(outcomes[k])]
         if open_folds:
@@ -639,14 +643,17 @@ class _Engine:
         the start of its last chord step if that step raised the gradient, until they stop
         decreasing its objective."""
         solvers = self.fold_solvers
-        active = [k for k in indices if solvers[k] is not None]
+        active = [k for k in indices if solvers[k] is not None or self._newton_cg_applies(k)]
         # folds with a curvature certificate not yet certified anywhere: their first pass is at
         # the centre, which counts as certified without training
         fresh = {k for k in active if self.curvatures[k] is not None and not np.isfinite(outcomes[k].lower).any()}
         at_centres = 0
         previous, ratio, floors = {}, {}, {k: floor for k, (_, floor) in radii.items()}
         anderson = {k: Anderson(ANDERSON_DEPTH) for k in active}
-        newton = {}  # folds taking Newton–CG steps: the gradient norm their forcing terms are relative to
+        # folds taking Newton–CG steps (from the start where they have no factorization for chord
+        # steps): the gradient norm their forcing terms are relative to (None: the first one's)
+        newton = {k: None for k in active if solvers[k] is None}
+        polishing = {}  # of those, the ones at the objective's rounding level (see _newton_cg_steps)
         gradient_norms = {}  # of the folds taking chord steps, at the point of their last step
         for _ in range(CHORD_MAX_STEPS):
             if not active:
@@ -666,9 +673,10 @@ class _Engine:
                 previous[k], moves[k] = size, point
 
             def take_newton_steps():
-                for k, z, margins, step in self._newton_cg_steps(pending, newton):
+                for k, z, margins, step in self._newton_cg_steps(pending, newton, polishing):
                     size = np.linalg.norm(step)
-                    if size <= 4 * EPS * (1.0 + np.linalg.norm(z)):  # no decrease left: rounding level
+                    if size <= 4 * EPS * (1.0 + np.linalg.norm(z)):  # no progress left: rounding level
+                        centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
                         finished.append(k)
                     else:
                         advance(k, margins, size, z + step)
@@ -677,6 +685,7 @@ class _Engine:
             for k, (gradient, margins, slopes) in zip(active, gradients):
                 z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
                 if k in newton:
+                    newton[k] = newton[k] or np.linalg.norm(gradient)
                     pending.append((k, z, gradient, margins))
                     if len(pending) == self.checker.block:
                         take_newton_steps()
@@ -742,26 +751,44 @@ class _Engine:
         Only where the fold solves would run one at a time (joblib's effective ``n_jobs`` is 1):
         then iterating the folds together is cheaper (madelon 10-fold: 0.2 s instead of 0.6 s);
         with more jobs, or a dask backend, each such fold is solved in a task of its own."""
-        return self.iterate_together and self.curvatures[k] is None and (
-            self.fold_solvers[k].upper is None or np.isfinite(self.loss.self_concordance))
+        solver = self.fold_solvers[k]
+        return self.newton_cg and self.curvatures[k] is None and (
+            solver is None or solver.upper is None or np.isfinite(self.loss.self_concordance))
 
-    def _newton_cg_steps(self, pending, newton):
+    def _newton_cg_steps(self, pending, newton, polishing):
         """(k, z, margins, step) for the folds ``pending`` = [(k, z, gradient, margins)]: damped
         Newton–CG steps from z, all at once (:class:`glru.fold_steps.FoldBlock`), each CG solve
         accurate to the forcing term min(½, √(‖g‖/‖g₀‖)), g₀ the gradient where the fold began
-        these steps (``newton[k]``): superlinear convergence. A zero step where no step length
-        decreases the objective."""
-        ks = [k for k, *_ in pending]
-        Z = np.column_stack([z for _, z, _, _ in pending])
-        G = np.column_stack([g for _, _, g, _ in pending])
+        these steps (``newton[k]``): superlinear convergence. Once the decrease −gᵀs a step
+        predicts is below the objective's rounding, no step length can be judged by the
+        objective: the fold's steps are then taken whole while they shrink its gradient, as
+        :func:`glru.solver.polish` does (``polishing[k]``: the gradient's norm and the point of
+        the last such step). A zero step where the fold is done: from the point of its last
+        step if this one's gradient is not smaller, or where no step length decreases the
+        objective."""
+        done = {}
+        for k, z, gradient, _ in pending:
+            if k in polishing and not np.linalg.norm(gradient) < polishing[k][0]:
+                done[k] = polishing[k][1]  # the last step did not shrink the gradient: not taken
+        going = [p for p in pending if p[0] not in done]
+        out = [(k, z, None, np.zeros_like(z)) for k, z in done.items()]
+        if not going:
+            return out
+        ks = [k for k, *_ in going]
+        Z = np.column_stack([z for _, z, _, _ in going])
+        G = np.column_stack([g for _, _, g, _ in going])
         block = FoldBlock(self.X, self.checker.XT, self.y, self.loss, self.fit_intercept, Z,
-                          np.column_stack([m for *_, m in pending]), [self.dropped[k] for k in ks],
+                          np.column_stack([m for *_, m in going]), [self.dropped[k] for k in ks],
                           np.array([self.folds[k].n_train * self.penalty_for(self.folds[k].n_train).lam for k in ks]))
-        reference = np.array([newton[k] for k in ks])
-        forcing = np.minimum(0.5, np.sqrt(np.linalg.norm(G, axis=0) / reference))
-        S = block.newton_steps(G, forcing)
-        S *= block.backtrack(S, G)
-        return [(k, z, margins, S[:, j]) for j, (k, z, _, margins) in enumerate(pending)]
+        norms = np.linalg.norm(G, axis=0)
+        S = block.newton_steps(G, np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks]))))
+        polish = -np.einsum("ij,ij->j", G, S) <= 4 * EPS * np.abs(block.objective)
+        S *= np.where(polish, 1.0, block.backtrack(S, G))
+        for j, (k, z, _, margins) in enumerate(going):
+            if polish[j]:
+                polishing[k] = (norms[j], z)
+            out.append((k, z, margins, S[:, j]))
+        return out
 
     def _settle_on_X(self, outcomes, indices, work_solutions):
         """Solve the folds ``indices`` on X to rounding level (no early stop), from their solutions
@@ -806,6 +833,43 @@ MAX_ACTIVE_SET_REFRESHES = 20  # semismooth Newton steps a fold may take before 
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING
 VALUE_RTOL = 1e-9
+
+
+def _centres_pay_off(X, fit_intercept, dropped):
+    """Whether the Newton centres' linear algebra is estimated to cost less than a third
+    (``CENTRES_ADVANTAGE``) of iterating every fold by Newton–CG steps from the full fit instead,
+    in seconds on the 2-core machine (one BLAS thread): the full Hessian (a Gram matrix and a
+    d̃³/3 factorization, twice: at the rough and at the final full fit) and each fold's solver
+    (Woodbury, 2|V|d̃² + |V|³, or a factorization of its own), against ``NEWTON_CG_PASSES``
+    products with X per fold. The third stands for what the estimate leaves out: refreshed
+    factorizations and the folds a chord leaves to a solve. Only the time depends on it.
+    Measured 10-fold with the centres / without, and the ratio of the estimates: sparse 4000 ×
+    2000 (5 % dense) 5.7 / 1.1 s, 0.1; dense 2000 × 500 1.46 / 0.63 s, 2.0; madelon.t 0.29 /
+    0.24 s, 1.1; mushrooms 0.16 / 0.63 s, 4.7; a9a.t 0.14 / 2.9 s, 6.5; w8a 0.83 / 3.8 s, 7.7.
+    Leave-one-out always keeps them (n folds to iterate)."""
+    n, d = X.shape
+    dim = d + fit_intercept
+    if sp.issparse(X):
+        gram = SPARSE_GRAM_SECONDS * float(np.diff(X.indptr).astype(float) @ np.diff(X.indptr))
+        product = SPARSE_PRODUCT_SECONDS * X.nnz
+    else:
+        gram, product = DENSE_SECONDS * n * d * d / 2, DENSE_SECONDS * n * d
+    centres = 2 * (gram + DENSE_SECONDS * dim ** 3 / 3)
+    for rows in dropped:
+        m = rows.size
+        centres += DENSE_SECONDS * (dim ** 3 / 3 if 4 * m >= dim else 2 * m * dim * dim + m ** 3)
+    return CENTRES_ADVANTAGE * centres <= len(dropped) * NEWTON_CG_PASSES * 2 * product
+
+
+# constants of :func:`_centres_pay_off`, measured on the 2-core machine: a multiply-add of BLAS on one
+# thread, a term nnz_i² of a sparse Gram matrix (:func:`glru.newton_centres.weighted_gram`), a stored
+# value in a product of CSR X with a block of vectors; and the products with X a fold's Newton–CG
+# steps take (madelon: ~100)
+DENSE_SECONDS = 1.3e-10
+SPARSE_GRAM_SECONDS = 5e-9
+SPARSE_PRODUCT_SECONDS = 5e-10
+NEWTON_CG_PASSES = 100
+CENTRES_ADVANTAGE = 3.0
 
 
 _STALE = object()  # stands for a fold's FoldCurvature until it is built

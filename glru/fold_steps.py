@@ -69,21 +69,25 @@ class FoldBlock:
         running = np.linalg.norm(R, axis=0) > goal
         D = R.copy()
         rho = np.einsum("ij,ij->j", R, R)
-        for _ in range(CG_MAX_ITER):
-            if not running.any():
-                break
-            HD = np.zeros_like(D)  # the products of the columns still running only
-            HD[:, running] = self.hessian_times(D[:, running], running)
-            curvature = np.einsum("ij,ij->j", D, HD)
-            running &= curvature > 0  # a flat direction (no curvature left): keep the step so far
-            alpha = np.divide(rho, curvature, out=np.zeros_like(rho), where=running)
-            S += alpha * D
-            R -= alpha * HD
-            rho_new = np.einsum("ij,ij->j", R, R)
-            running &= np.sqrt(rho_new) > goal
-            beta = np.divide(rho_new, rho, out=np.zeros_like(rho), where=running)
-            D = R + beta * D
-            rho = rho_new
+        # a direction of almost no curvature (a Huber fold whose rows all lie beyond the kink) can
+        # overflow a step: such a column gets no step, and its fold is left to the caller's solve
+        with np.errstate(over="ignore", invalid="ignore"):
+            for _ in range(CG_MAX_ITER):
+                if not running.any():
+                    break
+                HD = np.zeros_like(D)  # the products of the columns still running only
+                HD[:, running] = self.hessian_times(D[:, running], running)
+                curvature = np.einsum("ij,ij->j", D, HD)
+                running &= curvature > 0  # a flat direction (no curvature left): keep the step so far
+                alpha = np.divide(rho, curvature, out=np.zeros_like(rho), where=running)
+                S += alpha * D
+                R -= alpha * HD
+                rho_new = np.einsum("ij,ij->j", R, R)
+                running &= np.sqrt(rho_new) > goal
+                beta = np.divide(rho_new, rho, out=np.zeros_like(rho), where=running)
+                D = R + beta * D
+                rho = rho_new
+        S[:, ~np.all(np.isfinite(S), axis=0)] = 0.0
         return S
 
     def backtrack(self, S, G):
@@ -98,7 +102,8 @@ class FoldBlock:
         for _ in range(MAX_HALVINGS):
             if not undecided.any():
                 break
-            trial = self._objective(self.U + t * moves, self.Z + t * S)
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflowing trial is halved
+                trial = self._objective(self.U + t * moves, self.Z + t * S)
             accepted = undecided & (trial <= self.objective + ARMIJO * t * slope)
             undecided &= ~accepted
             t[undecided] *= 0.5

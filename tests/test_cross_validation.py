@@ -269,9 +269,9 @@ def test_folds_far_from_the_full_fit_take_newton_cg_steps_together(monkeypatch, 
     est, cv = LogisticRegression(C=1.0, fit_intercept=fit_intercept), KFold(5, shuffle=True, random_state=0)
     batches, original = [], glru_cv._Engine._newton_cg_steps
 
-    def spy(self, pending, newton):
+    def spy(self, pending, *state):
         batches.append(len(pending))
-        return original(self, pending, newton)
+        return original(self, pending, *state)
     monkeypatch.setattr(glru_cv._Engine, "_newton_cg_steps", spy)
     together = cross_val_score(est, X, y, cv=cv, scoring=scoring)
     assert max(batches) > 1
