@@ -237,10 +237,11 @@ def dual_domain_terms(X, loss, y):
     """Per-column pieces of min/max of X_{:j}·α over α ∈ dom D's box (25): the finite lower
     and upper sums, the number of infinite terms in each, and Σ_i |X_ij|(|a_i| + |c_i|) over the
     finite ends (for the rounding bound). Kept as sums so that removing rows is a subtraction
-    (Remark 2's (27g) and (27j)). Rows are taken a block at a time, so that the temporaries
-    stay near 1 MiB instead of several copies of X."""
+    (Remark 2's (27g) and (27j)). Rows are taken a block of 2¹⁵ stored values at a time: the five
+    sparse temporaries of a block (12 bytes a value) then stay near 2 MiB instead of several
+    copies of X (2¹⁷ values a block held 8 MiB)."""
     terms = None
-    for rows in row_slices(X, 1 << 17):
+    for rows in row_slices(X):
         block = _dual_domain_terms_block(X[rows], loss, y[rows])
         terms = block if terms is None else {key: terms[key] + block[key] for key in terms}
     return terms if terms is not None else _dual_domain_terms_block(X, loss, y)
