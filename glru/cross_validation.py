@@ -42,7 +42,7 @@ from .bounds import primal_radius, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
 from .curvature import FoldCurvature, gamma, hessian_error
 from .duality import EPS, enforce_zero_sum
-from .fold_steps import FoldBlock
+from .fold_steps import FoldBlock, single_precision
 from .held_out import HeldOutOutcome
 from .intercept import RowSums
 from .newton_centres import NewtonCentres, outside
@@ -191,6 +191,7 @@ class _Engine:
         self.curved = self.direct and np.isfinite(loss.self_concordance)
         stored = X.nnz if sp.issparse(X) else X.size
         self.single_threaded = self.direct or 8 * stored <= SINGLE_THREAD_BYTES
+        self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
 
     def run(self, solve_open=True):
         return self._with_blas(self._run, solve_open)
@@ -777,9 +778,12 @@ class _Engine:
         ks = [k for k, *_ in going]
         Z = np.column_stack([z for _, z, _, _ in going])
         G = np.column_stack([g for _, _, g, _ in going])
+        if self.rough is None:
+            self.rough = single_precision(self.X)
         block = FoldBlock(self.X, self.checker.XT, self.y, self.loss, self.fit_intercept, Z,
                           np.column_stack([m for *_, m in going]), [self.dropped[k] for k in ks],
-                          np.array([self.folds[k].n_train * self.penalty_for(self.folds[k].n_train).lam for k in ks]))
+                          np.array([self.folds[k].n_train * self.penalty_for(self.folds[k].n_train).lam for k in ks]),
+                          self.rough)
         norms = np.linalg.norm(G, axis=0)
         S = block.newton_steps(G, np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks]))))
         polish = -np.einsum("ij,ij->j", G, S) <= 4 * EPS * np.abs(block.objective)

@@ -18,10 +18,13 @@ X̃ᵀ D_j X̃ + a_j P with D_j = ℓ''(X̃z) on T_j and 0 elsewhere.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 ARMIJO = 1e-4  # sufficient decrease of a backtracked step, as a share of the linear prediction
 MAX_HALVINGS = 30
 CG_MAX_ITER = 100  # per step; the forcing term decides when a step is accurate enough
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+ROUGH_MARGIN = 64.0  # madelon (d̃ = 501): float32 products while forcing ≥ 8.5e-5; 10-fold 16–20 % faster
 
 
 class FoldBlock:
@@ -36,10 +39,13 @@ class FoldBlock:
     U : (n, m) array, their margins X̃Z.
     dropped : list of m index arrays, the rows outside each fold's training set.
     strengths : (m,) array, a_j.
+    rough : (X, XT) in float32 (:func:`single_precision`), or None
+        For the conjugate-gradient products of steps whose forcing terms are coarse enough.
     """
 
-    def __init__(self, X, XT, y, loss, fit_intercept, Z, U, dropped, strengths):
+    def __init__(self, X, XT, y, loss, fit_intercept, Z, U, dropped, strengths, rough=None):
         self.X, self.XT, self.y, self.loss, self.fit_intercept = X, XT, y, loss, fit_intercept
+        self.rough = rough
         self.Z, self.U, self.strengths = Z, U, strengths
         self.training = np.ones(U.shape, dtype=bool)
         for j, rows in enumerate(dropped):
@@ -47,11 +53,16 @@ class FoldBlock:
         self.curvatures = np.where(self.training, loss.second_derivative(y[:, None], U), 0.0)
         self.objective = self._objective(U, Z)
 
-    def hessian_times(self, V, columns=slice(None)):
+    def hessian_times(self, V, columns=slice(None), rough=False):
         """The Hessians of the folds ``columns`` (all, or a mask) times the columns of V:
-        X̃ᵀ(D_j ∘ X̃v_j) + a_j P v_j."""
-        T = self.curvatures[:, columns] * self._margins(V)
-        HV = np.asarray(self.XT @ T)
+        X̃ᵀ(D_j ∘ X̃v_j) + a_j P v_j; with ``rough``, the two products with X in float32."""
+        if rough:
+            X, XT = self.rough
+            T = self.curvatures[:, columns] * self._margins(V.astype(np.float32), X)
+            HV = np.asarray(XT @ T.astype(np.float32), dtype=float)
+        else:
+            T = self.curvatures[:, columns] * self._margins(V)
+            HV = np.asarray(self.XT @ T)
         HV += self.strengths[columns] * self._penalized(V)
         return np.vstack([HV, T.sum(axis=0)]) if self.fit_intercept else HV
 
@@ -66,6 +77,9 @@ class FoldBlock:
         S = np.zeros_like(G)
         R = -G
         goal = forcing * np.linalg.norm(G, axis=0)
+        # float32 products are off by about √d̃·u₃₂ of their size (terms of random signs): enough
+        # for a residual ROUGH_MARGIN times larger (the early, coarse steps), twice as fast
+        rough = self.rough is not None and forcing.min() >= ROUGH_MARGIN * np.sqrt(G.shape[0]) * FLOAT32_EPS
         running = np.linalg.norm(R, axis=0) > goal
         D = R.copy()
         rho = np.einsum("ij,ij->j", R, R)
@@ -76,7 +90,7 @@ class FoldBlock:
                 if not running.any():
                     break
                 HD = np.zeros_like(D)  # the products of the columns still running only
-                HD[:, running] = self.hessian_times(D[:, running], running)
+                HD[:, running] = self.hessian_times(D[:, running], running, rough)
                 curvature = np.einsum("ij,ij->j", D, HD)
                 running &= curvature > 0  # a flat direction (no curvature left): keep the step so far
                 alpha = np.divide(rho, curvature, out=np.zeros_like(rho), where=running)
@@ -115,10 +129,21 @@ class FoldBlock:
         P = self._penalized(Z)
         return values + 0.5 * self.strengths * np.einsum("ij,ij->j", P, P)
 
-    def _margins(self, V):
+    def _margins(self, V, X=None):
+        X = self.X if X is None else X
         if self.fit_intercept:
-            return np.asarray(self.X @ V[:-1]) + V[-1]
-        return np.asarray(self.X @ V)
+            return np.asarray(X @ V[:-1]) + V[-1]
+        return np.asarray(X @ V)
 
     def _penalized(self, V):
         return V[:-1] if self.fit_intercept else V
+
+
+def single_precision(X):
+    """(X, Xᵀ) in float32 for :class:`FoldBlock`'s rough products: a copy of the values only (a CSR
+    matrix shares X's index arrays), half of X's."""
+    if sp.issparse(X):
+        rough = sp.csr_matrix((X.data.astype(np.float32), X.indices, X.indptr), shape=X.shape)
+    else:
+        rough = np.asarray(X, dtype=np.float32)
+    return rough, rough.T

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from glru.fold_steps import FoldBlock
+from glru.fold_steps import FoldBlock, single_precision
 from glru.losses import get_loss
 from glru.penalties import L2
 from glru.problem import Problem
@@ -67,6 +67,23 @@ def test_coarse_forcing_leaves_the_residual_it_allows():
     residuals = np.linalg.norm(block.hessian_times(S) + G, axis=0)
     assert np.all(residuals <= forcing * np.linalg.norm(G, axis=0) * (1 + 1e-9))
     assert residuals[0] > residuals[2]  # the coarse column stopped early
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_products_serve_coarse_steps_only(sparse):
+    """With float32 products the coarse steps still meet their forcing terms (up to the products'
+    rounding), and a fine forcing term gets float64 products: a residual far below float32's."""
+    block, X, y, dropped, strengths = _block(8, 80, 30, "logistic", True, sparse)
+    rough = FoldBlock(X, X.T, y, get_loss("logistic"), True, block.Z, block.U, dropped, strengths,
+                      single_precision(X))
+    V = np.random.default_rng(2).standard_normal(block.Z.shape)
+    exact = block.hessian_times(V)
+    assert 0 < np.abs(rough.hessian_times(V, rough=True) - exact).max() <= 1e-5 * np.abs(exact).max()
+    G = np.random.default_rng(3).standard_normal(block.Z.shape)
+    for forcing in (0.5, 1e-2, 1e-10):
+        S = rough.newton_steps(G, np.full(G.shape[1], forcing))
+        residuals = np.linalg.norm(block.hessian_times(S) + G, axis=0)
+        assert np.all(residuals <= 1.5 * forcing * np.linalg.norm(G, axis=0))
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
