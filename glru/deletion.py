@@ -95,7 +95,7 @@ from .multinomial import (
 )
 from .newton_centres import NewtonCentres
 from .penalties import L2
-from .problem import GapEvaluation, Problem, as_dense, assemble_gap, row_norms_sq
+from .problem import GapEvaluation, Problem, absolute, as_dense, assemble_gap, row_norms_sq
 from .solver import dense_newton_solve, polish, solve
 
 __all__ = [
@@ -251,9 +251,8 @@ class RowDeletion:
 
     @cached_property
     def abs_X(self):
-        """|X|: X itself when no entry is negative, else a copy (as :attr:`glru.problem.Problem.abs_X`)."""
-        values = self.X.data if sp.issparse(self.X) else self.X
-        return self.X if values.size == 0 or values.min() >= 0 else abs(self.X)
+        """|X| (:func:`glru.problem.absolute`)."""
+        return absolute(self.X)
 
     @cached_property
     def centres(self):
