@@ -177,7 +177,7 @@ def certificate_at(problem, coef, intercept=0.0, gap_evaluation=None):
     if problem.fit_intercept:
         x_ref = curvature_weighted_mean(problem.X, problem.loss.second_derivative(problem.y, ev.margins))
         rows = (problem.y, ev.margins, _deviation_norms(problem.X, x_ref),
-                margin_error(problem.abs_X @ np.abs(coef) + abs(intercept), problem.d))
+                margin_error(problem.abs_times(np.abs(coef)) + abs(intercept), problem.d))
         # from scratch the rows are at hand: the exact bracket is the tighter one
         intercept_data = dict(x_ref=x_ref, rows=lambda: rows)
     return Certificate(

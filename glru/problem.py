@@ -39,6 +39,17 @@ class Problem:
         """|X| (:func:`absolute`)."""
         return absolute(self.X)
 
+    def abs_times(self, v):
+        """|X|·v for v ≥ 0 (the rounding bound of margins): from the kept |X| when X is sparse
+        (:attr:`abs_X`, its values only), a block of rows at a time when dense, which keeps no
+        copy of X (madelon.t 10-fold: 2.4 MB of its 5.8 MiB peak)."""
+        if sp.issparse(self.X) or "abs_X" in self.__dict__:
+            return np.asarray(self.abs_X @ v).ravel()
+        out = np.empty(self.n)
+        for rows in row_slices(self.X):
+            out[rows] = np.abs(self.X[rows]) @ v
+        return out
+
     @cached_property
     def col_norms_sq(self):
         return col_norms_sq(self.X)
@@ -93,7 +104,7 @@ class Problem:
         if self.penalty.lam == 0:
             alpha, Xt_alpha = self._scale_into_dual_domain(alpha, Xt_alpha)
         return assemble_gap(self.loss, self.penalty, self.y, w, u, alpha, Xt_alpha,
-                            self.abs_X @ np.abs(w) + abs(b), self.d)
+                            self.abs_times(np.abs(w)) + abs(b), self.d)
 
     def _scale_into_dual_domain(self, alpha, Xt_alpha):
         """Without an L2 term ρ* is the indicator of |s| ≤ kappa: scale α toward 0 (feasible for
