@@ -785,7 +785,11 @@ class _Engine:
                           np.array([self.folds[k].n_train * self.penalty_for(self.folds[k].n_train).lam for k in ks]),
                           self.rough)
         norms = np.linalg.norm(G, axis=0)
-        S = block.newton_steps(G, np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks]))))
+        forcing = np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks])))
+        # a polishing step only has to show whether the gradient still shrinks: a hundredfold
+        # (finer forcing terms near rounding level cost 50 CG iterations a step on sparse 4000 × 2000)
+        forcing[[k in polishing for k in ks]] = np.maximum(forcing[[k in polishing for k in ks]], POLISH_FORCING)
+        S = block.newton_steps(G, forcing)
         polish = -np.einsum("ij,ij->j", G, S) <= 4 * EPS * np.abs(block.objective)
         S *= np.where(polish, 1.0, block.backtrack(S, G))
         for j, (k, z, _, margins) in enumerate(going):
@@ -821,6 +825,7 @@ HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then p
 DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap
 CHORD_MAX_STEPS = 50
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
+POLISH_FORCING = 1e-2  # of a fold's Newton–CG steps at rounding level (see _Engine._newton_cg_steps)
 # a fold's reference Hessian is refreshed, at the rows moved by more than REFERENCE_SHIFT and at most
 # MAX_REFRESHES times, when its iterate has moved some training margin from the reference by more than
 # REFRESH_SHIFT, or by more than SLOW_REFRESH_SHIFT when its last chord step shrank by less than
