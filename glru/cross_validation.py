@@ -791,7 +791,7 @@ class _Engine:
         forcing[[k in polishing for k in ks]] = np.maximum(forcing[[k in polishing for k in ks]], POLISH_FORCING)
         S = block.newton_steps(G, forcing)
         polish = -np.einsum("ij,ij->j", G, S) <= 4 * EPS * np.abs(block.objective)
-        S *= np.where(polish, 1.0, block.backtrack(S, G))
+        S *= np.where(polish, 1.0, block.line_search(S, G))
         for j, (k, z, _, margins) in enumerate(going):
             if polish[j]:
                 polishing[k] = (norms[j], z)

@@ -8,8 +8,8 @@ Hessian at its current point converges from there, but forming that Hessian cost
 products with vectors cost 2·nnz(X). This module takes Newton–CG steps (the truncated Newton of
 LIBLINEAR's ``newton.cpp``) for m folds together, so that each conjugate-gradient iteration is
 two products of X with d̃ × m blocks instead of 2m matrix-vector products, and each step is
-backtracked on the fold's objective along the margins X̃s (one more product: the objective at
-any step length then costs O(n) per fold). Nothing here is trusted: the points are certified by
+shortened to the minimizer of the fold's objective along it, found on the margins X̃s (one more
+product: the objective and its derivative at any step length then cost O(n) per fold). Nothing here is trusted: the points are certified by
 the caller.
 
 In sum form, with x̃_i = (x_i, 1) when an intercept is fitted and P the projection that drops it,
@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 ARMIJO = 1e-4  # sufficient decrease of a backtracked step, as a share of the linear prediction
 MAX_HALVINGS = 30
+BISECTIONS = 12  # of the bracket of a step length's minimizer: to 1/4096 of the step
 CG_MAX_ITER = 100  # per step; the forcing term decides when a step is accurate enough
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 ROUGH_MARGIN = 64.0  # madelon (d̃ = 501): float32 products while forcing ≥ 8.5e-5; 10-fold 16–20 % faster
@@ -104,23 +105,42 @@ class FoldBlock:
         S[:, ~np.all(np.isfinite(S), axis=0)] = 0.0
         return S
 
-    def backtrack(self, S, G):
-        """Step lengths t_j ∈ {1, ½, ¼, …} with F_j(z_j + t_j s_j) ≤ F_j(z_j) + ARMIJO·t_j·g_jᵀs_j,
-        and 0 where no halving decreases F_j (the fold is at its optimum up to rounding, or s_j
-        is no descent direction)."""
+    def line_search(self, S, G):
+        """Step lengths t_j ∈ [0, 1]: where the objective still decreases at t = 1 (φ_j'(1) ≤ 0,
+        φ_j(t) = F_j(z_j + t s_j)), the whole step; elsewhere the minimizer of φ_j on (0, 1) to
+        ``BISECTIONS`` halvings of the bracket (φ_j' is increasing: F_j is convex), each an O(n)
+        evaluation along the margins X̃s. Halving from 1 until a sufficient decrease (Armijo)
+        took 1/32 of the semismooth Newton steps of a squared-hinge fold whose rows cross their
+        kink along the step, where the minimizer lies near ⅓: LinearSVC on dense 2000 × 500
+        crawled. The chosen length must still pass the Armijo test (rounding can defeat the
+        derivative's sign), failing which it is halved; 0 where no length decreases F_j (the
+        fold is at its optimum up to rounding, or s_j is no descent direction)."""
         moves = self._margins(S)
+        P, Q = self._penalized(self.Z), self._penalized(S)
+        linear, quadratic = np.einsum("ij,ij->j", P, Q), np.einsum("ij,ij->j", Q, Q)
+
+        def slope_at(t):  # φ'(t) for every column
+            derivatives = np.where(self.training, self.loss.derivative(self.y[:, None], self.U + t * moves), 0.0)
+            return np.einsum("ij,ij->j", derivatives, moves) + self.strengths * (linear + t * quadratic)
         slope = np.einsum("ij,ij->j", G, S)
-        t = np.ones(S.shape[1])
-        undecided = slope < 0
-        t[~undecided] = 0.0
-        for _ in range(MAX_HALVINGS):
-            if not undecided.any():
-                break
-            with np.errstate(over="ignore", invalid="ignore"):  # an overflowing trial is halved
-                trial = self._objective(self.U + t * moves, self.Z + t * S)
-            accepted = undecided & (trial <= self.objective + ARMIJO * t * slope)
-            undecided &= ~accepted
-            t[undecided] *= 0.5
+        descent = slope < 0
+        with np.errstate(over="ignore", invalid="ignore"):
+            lower, upper = np.zeros(S.shape[1]), np.ones(S.shape[1])
+            bracketed = descent & ~(slope_at(upper) <= 0)
+            for _ in range(BISECTIONS if bracketed.any() else 0):
+                middle = 0.5 * (lower + upper)
+                rising = slope_at(middle) > 0
+                upper = np.where(bracketed & rising, middle, upper)
+                lower = np.where(bracketed & ~rising, middle, lower)
+            t = np.where(bracketed, 0.5 * (lower + upper), 1.0)
+            t[~descent] = 0.0
+            undecided = descent.copy()
+            for _ in range(MAX_HALVINGS):
+                if not undecided.any():
+                    break
+                trial = self._objective(self.U + t * moves, self.Z + t * S)  # an overflowing trial is halved
+                undecided &= ~(trial <= self.objective + ARMIJO * t * slope)
+                t[undecided] *= 0.5
         t[undecided] = 0.0
         return t
 

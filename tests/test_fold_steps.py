@@ -108,7 +108,7 @@ def test_damped_steps_reach_each_fold_optimum(fit_intercept, sparse):
         if np.all(np.linalg.norm(G, axis=0) < 1e-11):
             break
         S = block.newton_steps(G, np.minimum(0.5, np.sqrt(np.linalg.norm(G, axis=0))))
-        Z = Z + block.backtrack(S, G) * S
+        Z = Z + block.line_search(S, G) * S
     for j, rows in enumerate(dropped):
         training = np.setdiff1d(np.arange(n), rows)
         problem = Problem(X[training], y[training], loss, L2(strengths[j] / training.size), fit_intercept)
@@ -119,12 +119,21 @@ def test_damped_steps_reach_each_fold_optimum(fit_intercept, sparse):
             np.testing.assert_allclose(Z[d, j], intercept, rtol=1e-7, atol=1e-9)
 
 
-def test_backtrack_is_zero_without_descent():
-    block, X, y, _, _ = _block(5, 30, 6, "logistic", False, False)
-    G = _gradients(X, y, get_loss("logistic"), False, block.Z, block)
-    np.testing.assert_array_equal(block.backtrack(G, G), 0.0)  # +g is an ascent direction
-    np.testing.assert_array_equal(block.backtrack(-1e-3 * G, G), 1.0)  # a short descent step is taken whole
-    assert np.all(block.backtrack(-1e6 * G, G) < 1.0)  # a long one is halved
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "huber"])
+def test_line_search_takes_the_minimizer_along_a_long_step(loss):
+    block, X, y, _, _ = _block(5, 40, 6, loss, True, False)
+    G = _gradients(X, y, get_loss(loss), True, block.Z, block)
+    np.testing.assert_array_equal(block.line_search(G, G), 0.0)  # +g is an ascent direction
+    np.testing.assert_array_equal(block.line_search(-1e-3 * G, G), 1.0)  # a short descent step is taken whole
+    S = 3 * block.newton_steps(G, np.full(G.shape[1], 1e-10))  # three Newton steps long: t ≈ ⅓
+    t = block.line_search(S, G)
+    assert np.all((0 < t) & (t < 1))
+    moves = block._margins(S)
+
+    def objective(lengths):
+        return block._objective(block.U + lengths * moves, block.Z + lengths * S)
+    best = np.min([objective(np.full(t.shape, s)) for s in np.linspace(0, 1, 4097)], axis=0)
+    assert np.all(objective(t) <= best + 1e-5 * np.abs(best))  # the bisection's 1/4096 of the step
 
 
 def _gradients(X, y, loss, fit_intercept, Z, block):
