@@ -15,7 +15,10 @@ x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
    could settle it, until it is certified or its steps stop shrinking at rounding level; for
    the logistic loss with directly factored folds every step is certified by the fold's
    gradient in the metric of its Hessian (:mod:`glru.curvature`), which reaches far below the
-   gap's rounding floor;
+   gap's rounding floor; a fold whose chord steps stop contracting far from its optimum, or
+   every fold where the Newton centres are estimated to cost more than that
+   (:func:`_centres_pay_off`), takes damped Newton–CG steps with its own Hessian instead, all
+   such folds at once (:mod:`glru.fold_steps`);
 5. solves what is left (elastic net, large d, row-space coordinates, stalled folds),
    warm-started from the centre and stopped as soon as the signs are certified (Remark 3),
    in parallel through joblib (so ``joblib.parallel_backend("dask")`` spreads them over a
@@ -750,7 +753,7 @@ class _Engine:
         folds certified by their gaps alone, except directly factored ones of piecewise quadratic
         losses, whose semismooth Newton steps are exact already (:meth:`_refresh_active_set`).
         Only where the fold solves would run one at a time (joblib's effective ``n_jobs`` is 1):
-        then iterating the folds together is cheaper (madelon 10-fold: 0.2 s instead of 0.6 s);
+        then iterating the folds together is cheaper (madelon.t 10-fold: 0.18 s instead of 0.76 s);
         with more jobs, or a dask backend, each such fold is solved in a task of its own."""
         solver = self.fold_solvers[k]
         return self.newton_cg and self.curvatures[k] is None and (
