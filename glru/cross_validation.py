@@ -791,7 +791,8 @@ class _Engine:
         forcing = np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks])))
         # a polishing step only has to show whether the gradient still shrinks: a hundredfold
         # (finer forcing terms near rounding level cost 50 CG iterations a step on sparse 4000 × 2000)
-        forcing[[k in polishing for k in ks]] = np.maximum(forcing[[k in polishing for k in ks]], POLISH_FORCING)
+        polishing_now = np.array([k in polishing for k in ks])
+        forcing[polishing_now] = np.maximum(forcing[polishing_now], POLISH_FORCING)
         S = block.newton_steps(G, forcing)
         polish = -np.einsum("ij,ij->j", G, S) <= 4 * EPS * np.abs(block.objective)
         S *= np.where(polish, 1.0, block.line_search(S, G))
