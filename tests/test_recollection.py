@@ -258,14 +258,16 @@ def test_random_problems_and_deletion_sets(seed, task, clip, n, d, batch_size, n
         sequential.forget([u])
     forgotten = parameters(model.forget(rows))
     np.testing.assert_allclose(parameters(sequential), forgotten, rtol=0, atol=1e-12)
-    # against the replay: within the paper's bound; for the logistic model also much closer
-    # than the original (worst ratio seen in a targeted search: 0.26, with batch_size=1). Not
-    # asserted for sets of the linear model: the rows' effects can cancel in the replay while
-    # the cross terms do not (ratio up to 1.25 seen with d = 1).
+    # against the replay: within the paper's bound (the theorem); for the logistic model also
+    # closer than the original, an observation and no theorem: below 0.15 of the original's
+    # distance in 300 random draws, but hypothesis found 0.54 (seed 1, n 60, d 4, batch_size 1,
+    # one epoch, 12 rows forgotten; 0.5 was asserted before). Not asserted for sets of the linear
+    # model: the rows' effects can cancel in the replay while the cross terms do not (ratio up
+    # to 1.25 seen with d = 1).
     error, change = distance(forgotten, reference), distance(original, reference)
     assert error <= model.error_bound_
     if task == "classification":
-        assert error <= 0.5 * change
+        assert error < change
     if task == "regression" and clip is None and len(rows) == 1:
         assert error <= 1e-10 * max(1.0, np.linalg.norm(reference))
 
