@@ -211,11 +211,11 @@ def row_norms_sq(X):
 
 def absolute(X):
     """|X|: X itself when no entry is negative (counts, one-hot, tf-idf), else a copy of its
-    values (a CSR matrix shares X's index arrays: a third of a copy of it)."""
+    values (a CSR or CSC matrix shares X's index arrays: a third of a copy of it)."""
     values = X.data if sp.issparse(X) else X
     if values.size == 0 or values.min() >= 0:
         return X
-    if sp.isspmatrix_csr(X) or isinstance(X, sp.csr_array):
+    if sp.issparse(X) and X.format in ("csr", "csc"):
         return type(X)((np.abs(X.data), X.indices, X.indptr), shape=X.shape)
     return abs(X)
 
