@@ -10,8 +10,8 @@ for a block of candidates at once, each as a :class:`glru.held_out.HeldOutOutcom
 import numpy as np
 
 from .bounds import primal_radius, zero_band
-from .certificate import _deviation_norms, margin_error
-from .duality import EPS, enforce_zero_sum, gap_allowance
+from .certificate import _deviation_norms
+from .duality import EPS, enforce_zero_sum, gap_allowance, margin_error
 from .held_out import HeldOutOutcome
 from .hessian import DenseInverseHessian, LowRankInverseHessian, inverse_hessian
 from .intercept import shift_interval

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from . import bounds, intercept
 from ._validation import check_X
-from .duality import EPS
+from .duality import EPS, margin_error
 from .problem import row_norms_sq
 
 
@@ -186,11 +186,6 @@ def certificate_at(problem, coef, intercept=0.0, gap_evaluation=None):
         col_norms_sq=problem.col_norms_sq, dual_domain=problem.dual_domain,
         build_problem=lambda: problem, intercept_data=intercept_data,
     )
-
-
-def margin_error(abs_margins, d):
-    """Rounding bound of margins x_i·w + b computed from |x_i|·|w| + |b|."""
-    return 2.0 * (d + 16) * EPS * abs_margins
 
 
 def curvature_weighted_mean(X, curvature):

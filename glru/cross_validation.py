@@ -42,14 +42,14 @@ from joblib import Parallel, delayed, effective_n_jobs
 from .anderson import ANDERSON_DEPTH, Anderson
 from .blas import single_threaded_blas
 from .bounds import primal_radius, zero_band
-from .certificate import Certificate, _deviation_norms, curvature_weighted_mean, margin_error
-from .curvature import FoldCurvature, gamma, hessian_error
-from .duality import EPS, enforce_zero_sum
+from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
+from .curvature import FoldCurvature, hessian_error
+from .duality import EPS, enforce_zero_sum, gamma, margin_error
 from .fold_steps import FoldBlock, single_precision
 from .held_out import HeldOutOutcome
 from .intercept import RowSums
 from .newton_centres import NewtonCentres, outside
-from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, row_norms_sq
+from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
 from .solver import polish, solve, solve_held_out, subsampled_newton
 from .span import RowSpan
 
@@ -564,7 +564,7 @@ class _Engine:
         out = []
         for k, (cert, ev, values) in zip(indices, checked):
             radius = cert.radius
-            floor = primal_radius(ev.allowance, cert.penalty.strong_convexity)
+            floor = primal_radius(ev.floor, cert.penalty.strong_convexity)
             promising = self._promising(k, values, radius)
             rounded = ev.converged(TOL_ROUNDING)
             if final or promising:
@@ -909,7 +909,9 @@ class _FoldChecker:
         self.X, self.y, self.loss, self.fit_intercept = X, y, loss, fit_intercept
         self.full = Problem(X, y, loss, None, fit_intercept)  # for its column sums; no objective
         self.XT = self.full.XT
-        self.row_norms = np.sqrt(row_norms_sq(X))
+        squares = row_norms_sq(X)
+        self.row_norms = np.sqrt(squares)
+        self.frobenius_norm = frobenius_bound(squares, X.shape[1])  # bounds every fold's ‖X_T‖_F
         stored = X.nnz if sp.issparse(X) else X.size
         self.block = max(1, max(BLOCK_FLOATS, stored // 4) // (2 * sum(X.shape)))
         self.spread_norms = self.row_norms  # ‖x − x̄‖, what the ball's radius multiplies
@@ -969,7 +971,8 @@ class _FoldChecker:
         d = self.X.shape[1]
         # |x_i|·|w| ≤ ‖x_i‖‖w‖ (Cauchy–Schwarz) sizes the rounding allowance without another pass
         abs_margins = (self.row_norms[T] * np.linalg.norm(w) + abs(b)) * (1 + 1e-12)
-        ev = assemble_gap(self.loss, penalty, self.y[T], w, margins, alpha, Xt_alpha, abs_margins, d)
+        ev = assemble_gap(self.loss, penalty, self.y[T], w, margins, alpha, Xt_alpha, abs_margins, d,
+                          data_norm=self.frobenius_norm, zero_sum=self.fit_intercept)
         columns = []  # the box's column sums, built only if the ball leaves a sign open
 
         def column_summaries():

@@ -52,17 +52,12 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
-from .duality import EPS
+from .duality import EPS, gamma
 from .problem import row_norms_sq
 
 MAX_CONDITION_ROUNDING = 1e-6  # κ(U)·d·u above this: the factor is too ill-conditioned to certify with
 MAX_LOG_SHIFT = 30.0  # νδ beyond this: the bounds would be e^{30} times the gradient, useless
 BLOCK_FLOATS = 1 << 17  # products of held-out rows with U⁻¹ are formed this many floats (1 MiB) at a time
-
-
-def gamma(k):
-    """γ_k = k·u/(1 − k·u), the classical bound on the relative error of a k-term sum."""
-    return k * EPS / (1.0 - k * EPS)
 
 
 def hessian_error(curvature_norms, strength, n_rows, dim):

@@ -84,8 +84,8 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from .bounds import primal_radius
-from .certificate import Certificate, certificate_at, margin_error
-from .duality import EPS, enforce_zero_sum, gap_allowance, sound_gap
+from .certificate import Certificate, certificate_at
+from .duality import EPS, enforce_zero_sum, gap_allowance, margin_error, sound_gap
 from .losses import Logistic, Squared, get_loss
 from .multinomial import (
     Multinomial,
@@ -357,7 +357,7 @@ class RowDeletion:
             keep = _remaining(self.n, removed)
             problem = Problem(self.X[keep], self.y[keep], self.loss, L2(lam), self.fit_intercept)
             compact = GapEvaluation(ev.gap, ev.primal, ev.dual, alpha()[keep], ev.Xt_alpha, margins[keep],
-                                    ev.magnitude, ev.allowance, ev.loss_sum, ev.conj_sum)
+                                    ev.magnitude, ev.allowance, ev.loss_sum, ev.conj_sum, ev.floor, ev.classic_allowance)
             return certificate_at(problem, w, b, gap_evaluation=compact)
         return DeletionCertificate(ev, gap_radius, gradient_radius, gradient, N, build)
 
@@ -450,7 +450,7 @@ class RowDeletion:
             ev = assemble_gap(self.loss, L2(lam), self.y[keep], w, margins[keep], alpha[keep], products[:, 1],
                               rounding.abs_margins()[keep], self.d)
             ev = GapEvaluation(ev.gap, ev.primal, ev.dual, alpha, products[:, 1], margins, ev.magnitude, ev.allowance,
-                               ev.loss_sum, ev.conj_sum)
+                               ev.loss_sum, ev.conj_sum, ev.floor, ev.classic_allowance)
             return ev, lambda: alpha
         return slopes, curvature, np.column_stack([slopes, alpha]), assemble
 

@@ -10,6 +10,8 @@ Each loss is one small class, vectorised over arrays of labels ``y`` and predict
                                  (as LIBLINEAR uses for the squared hinge)
 - ``conjugate(y, s)``            ℓ*_y(s) = sup_t [s t − ℓ_y(t)], +inf outside its domain
 - ``conjugate_domain(y)``        the closed interval dom ℓ*_y = [inf ℓ'_y, sup ℓ'_y] as two arrays
+- ``fenchel_young(y, t, alpha)``  ℓ_y(t) + ℓ*_y(−α) + α t ≥ 0 and a bound on its rounding error
+                                 (the row terms of :func:`glru.duality.fenchel_young_gap`)
 - ``smoothness``                 μ such that ℓ'_y is μ-Lipschitz (needed by Theorem 1 (ii))
 - ``curvature_lipschitz``        M such that ℓ''_y is M-Lipschitz (inf where ℓ'' jumps), and
 - ``self_concordance``           ν such that |ℓ'''_y| ≤ ν ℓ''_y (inf if none): both used by the
@@ -21,7 +23,10 @@ feasible while rescaling it.
 """
 
 import numpy as np
-from scipy.special import expit, xlogy
+from scipy.special import expit, log_expit, xlogy
+
+EPS = np.finfo(np.float64).eps
+UNDERFLOW = 16 * np.finfo(np.float64).tiny  # absolute error of a few operations whose results are subnormal
 
 __all__ = [
     "Loss",
@@ -65,6 +70,17 @@ class Loss:
     def conjugate_domain(self, y):
         raise NotImplementedError
 
+    def fenchel_young(self, y, t, alpha):
+        """(ℓ_y(t) + ℓ*_y(−α) + α t, a bound on its rounding error), elementwise.
+
+        Fenchel–Young makes the value ≥ 0, 0 exactly at the natural dual point −α = ℓ'_y(t).
+        Each loss computes it as a divergence (a square, a sum of non-negative terms, or a
+        relative entropy), never as ℓ + ℓ* + αt, so that its error is a few ulps of its own
+        size and of its distance from the natural dual point rather than of ℓ's size: this is
+        what lets :func:`glru.duality.fenchel_young_gap` resolve gaps far below ``u·P``.
+        """
+        raise NotImplementedError
+
     def __repr__(self):
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
         return f"{type(self).__name__}({params})"
@@ -99,6 +115,12 @@ class Squared(Loss):
         y = np.asarray(y, dtype=float)
         return np.full_like(y, -np.inf), np.full_like(y, np.inf)
 
+    def fenchel_young(self, y, t, alpha):
+        # ½(t − y)² + ½α² − αy + αt = ½(t − y + α)²
+        r = t - y + alpha
+        slack = 2 * EPS * (np.abs(t) + np.abs(y) + np.abs(alpha))  # bounds the error of r
+        return 0.5 * r * r, (np.abs(r) + slack) * slack + 4 * EPS * r * r + UNDERFLOW
+
 
 class Huber(Loss):
     """ℓ_y(t) = ½{(t − y)² − ([|t − y| − γ]₊)²}; ℓ*_y(s) = ½ s² + y s on |s| ≤ γ; 1-smooth."""
@@ -128,6 +150,21 @@ class Huber(Loss):
         y = np.asarray(y, dtype=float)
         return np.full_like(y, -self.gamma), np.full_like(y, self.gamma)
 
+    def fenchel_young(self, y, t, alpha):
+        # within γ of y: ½(t − y + α)², as for the squared loss; beyond it, with ε = γ + α·sign(r)
+        # (≥ 0 on dom ℓ*): γ|r| + αr + ½(α² − γ²) = ε(|r| − γ) + ε²/2, a sum of non-negative terms
+        r = t - y
+        inside = np.abs(r) <= self.gamma
+        near = r + alpha
+        eps = self.gamma + alpha * np.sign(r)
+        value = np.where(inside, 0.5 * near * near, eps * (np.abs(r) - self.gamma) + 0.5 * eps * eps)
+        value = _outside_to_inf(value, np.abs(alpha) <= self.gamma)
+        slack = 2 * EPS * (np.abs(t) + np.abs(y) + np.abs(alpha) + self.gamma)
+        # ∂/∂r is |r + α| inside and ε outside, continuous across |r| = γ: a branch taken on
+        # the wrong side of γ by rounding costs at most slack²/2 more
+        error = (np.where(inside, np.abs(near), eps) + slack) * slack + 8 * EPS * value + UNDERFLOW
+        return value, error
+
 
 class SquaredHinge(Loss):
     """ℓ_y(t) = ([1 − y t]₊)², y ∈ {−1, +1}; ℓ*_y(s) = (s² + 4 y s)/4 on y s ≤ 0; 2-smooth."""
@@ -150,6 +187,17 @@ class SquaredHinge(Loss):
     def conjugate_domain(self, y):
         y = np.asarray(y, dtype=float)
         return np.where(y > 0, -np.inf, 0.0), np.where(y > 0, 0.0, np.inf)
+
+    def fenchel_young(self, y, t, alpha):
+        # with h = 1 − yt and a = yα ≥ 0: h₊² − ah + a²/4, which is (h − a/2)² for h ≥ 0 and
+        # a|h| + a²/4 below
+        h, a = 1.0 - y * t, y * alpha
+        value = np.where(h >= 0.0, (h - 0.5 * a) ** 2, a * (0.25 * a - h))
+        value = _outside_to_inf(value, a >= 0.0)
+        slack = 2 * EPS * (1.0 + np.abs(t))  # bounds the error of h
+        # the value's slope in h is ℓ'(h) − a, and ℓ' = 2h₊ is 2-Lipschitz
+        error = (np.abs(2 * np.maximum(h, 0.0) - a) + 2 * slack) * slack + 8 * EPS * value + UNDERFLOW
+        return value, error
 
 
 class SmoothedHinge(Loss):
@@ -193,6 +241,19 @@ class SmoothedHinge(Loss):
         y = np.asarray(y, dtype=float)
         return np.where(y > 0, -1.0, 0.0), np.where(y > 0, 0.0, 1.0)
 
+    def fenchel_young(self, y, t, alpha):
+        # with h = 1 − yt and a = yα ∈ [0, 1]: ℓ − ah + γa²/2, which is a|h| + γa²/2 for h ≤ 0,
+        # (h − γa)²/(2γ) for 0 ≤ h ≤ γ, and (1 − a)(h − γ + γ(1 − a)/2) beyond
+        g = self.gamma
+        h, a = 1.0 - y * t, y * alpha
+        value = np.where(h <= 0.0, a * (0.5 * g * a - h),
+                         np.where(h <= g, (h - g * a) ** 2 / (2 * g), (1.0 - a) * (h - g + 0.5 * g * (1.0 - a))))
+        value = _outside_to_inf(value, (a >= 0.0) & (a <= 1.0))
+        slack = 2 * EPS * (1.0 + np.abs(t))  # bounds the error of h
+        # the value's slope in h is ℓ'(h) − a, and ℓ' = clip(h/γ, 0, 1) is (1/γ)-Lipschitz
+        error = (np.abs(np.clip(h / g, 0.0, 1.0) - a) + slack / g) * slack + 8 * EPS * value + UNDERFLOW
+        return value, error
+
 
 class Logistic(Loss):
     """ℓ_y(t) = log(1 + exp(−y t)), y ∈ {−1, +1}; (1/4)-smooth.
@@ -225,6 +286,40 @@ class Logistic(Loss):
         y = np.asarray(y, dtype=float)
         return np.where(y > 0, -1.0, 0.0), np.where(y > 0, 0.0, 1.0)
 
+    def fenchel_young(self, y, t, alpha):
+        """The relative entropy of Bernoulli(a) to Bernoulli(p), a = yα, p = σ(−yt), q = 1 − p.
+
+        Two ways, the one with the smaller error bound kept per row:
+
+        - near the natural dual point (|a − p| ≤ min(p, q)/2), a·log1p((a − p)/p) +
+          (1 − a)·log1p((p − a)/q) with p and q from ``expit`` (a few ulps each): their errors
+          move the value by (a − p)(ε_q − ε_p) to first order and by (p̂ − p)²/(2pq) ≤ 8u²·p/q to
+          second, so the bound is a few ulps of the two terms and of |a − p|·(1 + a/p + (1 − a)/q),
+          plus 64u²·(1 + p/q) (at a = p̂ the computed value is 0, the exact one that second-order
+          term);
+        - anywhere, a(log a − log p) + (1 − a)(log(1 − a) − log q) from ``log_expit``: a few ulps
+          of each logarithm, which is what remains where q is tiny (a misclassified row far from
+          the boundary: there p/q overflows).
+        """
+        a, z = y * alpha, -y * t
+        inside = (a >= 0.0) & (a <= 1.0)
+        a = np.where(inside, a, 0.5)  # outside dom ℓ* the value is +inf; keep the arithmetic quiet
+        p, q = expit(z), expit(-z)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_p, log_q, log_a, log_b = log_expit(z), log_expit(-z), np.log(a), np.log1p(-a)
+            gap = a - p
+            close = (np.abs(gap) <= 0.5 * p) & (np.abs(gap) <= 0.5 * q)
+            near = a * np.log1p(gap / p) + (1.0 - a) * np.log1p(-gap / q)
+            near_error = 32 * EPS * (np.abs(a * np.log1p(gap / p)) + np.abs((1.0 - a) * np.log1p(-gap / q))
+                                     + np.abs(gap) * (1.0 + a / p + (1.0 - a) / q)) + 16 * EPS ** 2 * (1.0 + p / q)
+            first = np.where(a == 0.0, 0.0, a * (log_a - log_p))
+            second = np.where(a == 1.0, 0.0, (1.0 - a) * (log_b - log_q))
+            anywhere_error = 32 * EPS * (np.where(a == 0.0, 0.0, a * (np.abs(log_a) + np.abs(log_p) + 1.0))
+                                         + np.where(a == 1.0, 0.0, (1.0 - a) * (np.abs(log_b) + np.abs(log_q) + 1.0)))
+            use_near = close & (near_error < anywhere_error)
+        value = np.where(use_near, near, first + second)
+        error = np.where(use_near, near_error, anywhere_error)
+        return _outside_to_inf(value, inside), np.where(inside, error + UNDERFLOW, 0.0)
 
 _LOSSES = {
     "squared": Squared,

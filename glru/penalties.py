@@ -11,6 +11,7 @@ Each penalty provides, vectorised over coefficients:
 - ``conjugate_gradient(s)``      ∂ρ*(s) (single-valued when ``strong_convexity`` > 0)
 - ``conjugate_gradient_bounds``  inf and sup of ∂ρ*(s), ±inf where unbounded (lam = 0)
 - ``strong_convexity``           λ: ρ is λ-strongly convex (Theorem 1 (i) needs λ > 0)
+- ``fenchel_young(w, s)``        ρ(w_j) + ρ*(s_j) − w_j s_j ≥ 0 and its rounding error (λ > 0)
 """
 
 import numpy as np
@@ -61,6 +62,26 @@ class ElasticNet:
         if self.lam == 0:
             raise ValueError("∂ρ* is set-valued when lam = 0; use conjugate_gradient_bounds.")
         return np.sign(s) * self._excess(s) / self.lam
+
+    def fenchel_young(self, w, s):
+        """(ρ(w_j) + ρ*(s_j) − w_j s_j ≥ 0 for each j, a bound on its rounding error); lam > 0.
+
+        With r = s − lam·w − kappa·sign(w) (0 when s ∈ ∂ρ(w)) it is r²/(2 lam) where s lies on
+        w's side beyond kappa, and otherwise the sum of non-negative terms
+        |w|(kappa − sign(w)s) + lam w²/2 + ([|s| − kappa]₊)²/(2 lam); in both cases |r| bounds
+        the slope of the value in s, w and kappa, so the error is a few ulps of the value and
+        of |r| times the size of the parts of r.
+        """
+        lam, kappa = self.lam, self.kappa
+        sign = np.sign(w)
+        r = s - lam * w - kappa * sign
+        excess = self._excess(s)
+        aligned = sign * s > kappa
+        value = np.where(aligned, r * r / (2 * lam),
+                         np.abs(w) * (kappa - sign * s) + 0.5 * lam * w * w + excess * excess / (2 * lam))
+        slack = 4 * np.finfo(float).eps * (np.abs(s) + lam * np.abs(w) + kappa)
+        return value, (2 * np.abs(r) + slack) * slack / lam + 8 * np.finfo(float).eps * value \
+            + 16 * np.finfo(float).tiny  # results in the subnormal range: absolute error
 
     def conjugate_gradient_bounds(self, s_lower, s_upper):
         """Sound bounds [inf ∂ρ*(s_lower), sup ∂ρ*(s_upper)]: ∂ρ* is monotone."""

@@ -14,7 +14,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms
 
-from .duality import EPS, enforce_zero_sum, gap_allowance, sound_gap
+from .duality import (EPS, correlation_error, enforce_zero_sum, fenchel_young_gap, gamma, gap_allowance, margin_error,
+                      sound_gap)
+
+FINE_GAP_RANGE = 100.0  # see assemble_gap
 
 
 class Problem:
@@ -53,6 +56,11 @@ class Problem:
     @cached_property
     def col_norms_sq(self):
         return col_norms_sq(self.X)
+
+    @cached_property
+    def frobenius_norm(self):
+        """An upper bound on ‖X‖_F (rounding included)."""
+        return frobenius_bound(row_norms_sq(self.X), self.d)
 
     @cached_property
     def dual_domain_terms(self):
@@ -104,7 +112,8 @@ class Problem:
         if self.penalty.lam == 0:
             alpha, Xt_alpha = self._scale_into_dual_domain(alpha, Xt_alpha)
         return assemble_gap(self.loss, self.penalty, self.y, w, u, alpha, Xt_alpha,
-                            self.abs_times(np.abs(w)) + abs(b), self.d)
+                            self.abs_times(np.abs(w)) + abs(b), self.d,
+                            data_norm=self.frobenius_norm, zero_sum=self.fit_intercept)
 
     def _scale_into_dual_domain(self, alpha, Xt_alpha):
         """Without an L2 term ρ* is the indicator of |s| ≤ kappa: scale α toward 0 (feasible for
@@ -145,11 +154,13 @@ class Problem:
         return np.append(h_w, t.sum()) if self.fit_intercept else h_w
 
 
-def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d):
+def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d, data_norm=None, zero_sum=False):
     """The sound gap P(w, b) − D(α) from the margins x_i·w + b, a feasible α and Xᵀα.
 
     ``abs_margins`` bounds |x_i|·|w| + |b| for every row (any upper bound is sound); it sizes
-    the rounding allowance. Shared by :meth:`Problem.duality_gap` and the batched fold gaps of
+    the rounding allowance. Given ``data_norm`` ≥ ‖X‖_F (of the rows summed), the gap is the
+    smaller of P − D and :func:`glru.duality.fenchel_young_gap` (``zero_sum``: Σα = 0 is a
+    constraint, an unpenalized intercept), which resolves it to first order near the optimum. Shared by :meth:`Problem.duality_gap` and the batched fold gaps of
     :mod:`glru.cross_validation`, which compute the products as matrix-matrix products. With
     2-D ``w``, ``margins``, ``alpha``, ``Xt_alpha`` and ``abs_margins`` (one column per point,
     :mod:`glru.stepwise`) every field of the result is an array over the columns.
@@ -165,22 +176,48 @@ def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d):
     dual = -conj_terms.sum(axis=0) / n - pen_conj
     magnitude = (loss_terms.sum(axis=0) + np.abs(conj_terms).sum(axis=0) + (np.abs(alpha) * abs_margins).sum(axis=0)) \
         / n + pen_w + pen_conj
-    gap = sound_gap(primal, dual, magnitude, n, d)
-    return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, margins, magnitude, gap_allowance(magnitude, n, d),
-                         loss_terms.sum(axis=0), conj_terms.sum(axis=0))
+    gap, allowance = sound_gap(primal, dual, magnitude, n, d), gap_allowance(magnitude, n, d)
+    floor = allowance
+    if data_norm is not None and penalty.strong_convexity > 0:
+        # the finer form is at least P − D minus its allowance, so where P − D exceeds its allowance
+        # FINE_GAP_RANGE times it could not shrink the gap by 2/FINE_GAP_RANGE of it: not evaluated
+        # there (most of a solver's iterations), but the level it would reach at the optimum is
+        if np.ndim(primal) == 0:  # Python floats: most calls are a solver's, one point at a time
+            near = float(primal) - float(dual) <= FINE_GAP_RANGE * float(allowance)
+        else:
+            with np.errstate(invalid="ignore"):
+                near = bool(np.any(primal - dual <= FINE_GAP_RANGE * allowance))
+        if near:
+            fine, fine_allowance, fine_floor = fenchel_young_gap(loss, penalty, y, w, margins, alpha, Xt_alpha,
+                                                                 margin_error(abs_margins, d), data_norm, zero_sum)
+            finer = fine < gap
+            gap, allowance = np.where(finer, fine, gap), np.where(finer, fine_allowance, allowance)
+        else:
+            e = correlation_error(alpha, Xt_alpha / n, data_norm)[0]
+            fine_floor = 2 * e * e / penalty.strong_convexity
+        floor = np.minimum(fine_floor, floor)
+        if np.ndim(gap) == 0:
+            gap, allowance, floor = float(gap), float(allowance), float(floor)
+    return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance,
+                         loss_terms.sum(axis=0), conj_terms.sum(axis=0), floor, gap_allowance(magnitude, n, d))
 
 
 class GapEvaluation:
     """A duality gap evaluated from scratch at a primal point, with the sums it was built from."""
 
     __slots__ = ("gap", "primal", "dual", "alpha", "Xt_alpha", "margins", "magnitude", "allowance",
-                 "loss_sum", "conj_sum")
+                 "loss_sum", "conj_sum", "floor", "classic_allowance")
 
-    def __init__(self, gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance, loss_sum, conj_sum):
+    def __init__(self, gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance, loss_sum, conj_sum,
+                 floor=None, classic_allowance=None):
         self.gap, self.primal, self.dual = gap, primal, dual
         self.alpha, self.Xt_alpha, self.margins = alpha, Xt_alpha, margins
         self.magnitude, self.allowance = magnitude, allowance
         self.loss_sum, self.conj_sum = loss_sum, conj_sum  # Σℓ(u_i) and Σℓ*(−α_i), the (17b/c) sums
+        # the allowance the same evaluation would have at the optimum: no point's gap goes below it
+        self.floor = allowance if floor is None else floor
+        # the rounding allowance of P − D itself (the gap's, unless the Fenchel–Young form is finer)
+        self.classic_allowance = allowance if classic_allowance is None else classic_allowance
 
     @property
     def relative_gap(self):
@@ -188,17 +225,25 @@ class GapEvaluation:
         return self.gap / max(abs(self.primal), np.finfo(float).tiny)
 
     def converged(self, tol):
-        """(P − D)/P ≤ tol, or P − D is already below what rounding can resolve (elementwise
-        for an evaluation of many points). An infinite gap (an infeasible dual point, e.g. lasso
-        far from the optimum) never converges."""
+        """(P − D)/P ≤ tol, or the gap is already below what rounding can resolve: the
+        Fenchel–Young form's allowance, or P − D's own (a solver whose steps are judged by P
+        stops improving there; elementwise for an evaluation of many points). An infinite gap
+        (an infeasible dual point, e.g. lasso far from the optimum) never converges."""
         with np.errstate(invalid="ignore"):
             raw = self.gap - self.allowance
-            return np.isfinite(self.gap) & ((raw <= tol * np.abs(self.primal)) | (raw <= self.allowance))
+            classic_raw = np.maximum(self.primal - self.dual, 0.0)
+            return np.isfinite(self.gap) & ((raw <= tol * np.abs(self.primal)) | (raw <= self.allowance)
+                                            | (classic_raw <= self.classic_allowance))
 
 
 def as_dense(X):
     """X as a dense ndarray (a block of rows or columns, or a small product)."""
     return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+def frobenius_bound(row_norms_sq, d):
+    """An upper bound on ‖X‖_F from its rows' computed ‖x_i‖² (sums of at most d squares)."""
+    return float(np.sqrt(row_norms_sq.sum() * (1 + gamma(row_norms_sq.size + d + 2)))) * (1 + 2 * EPS)
 
 
 def row_norms_sq(X):
