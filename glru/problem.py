@@ -160,7 +160,8 @@ def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d, 
     ``abs_margins`` bounds |x_i|·|w| + |b| for every row (any upper bound is sound); it sizes
     the rounding allowance. Given ``data_norm`` ≥ ‖X‖_F (of the rows summed), the gap is the
     smaller of P − D and :func:`glru.duality.fenchel_young_gap` (``zero_sum``: Σα = 0 is a
-    constraint, an unpenalized intercept), which resolves it to first order near the optimum. Shared by :meth:`Problem.duality_gap` and the batched fold gaps of
+    constraint, an unpenalized intercept), which resolves it to first order near the optimum.
+    Shared by :meth:`Problem.duality_gap` and the batched fold gaps of
     :mod:`glru.cross_validation`, which compute the products as matrix-matrix products. With
     2-D ``w``, ``margins``, ``alpha``, ``Xt_alpha`` and ``abs_margins`` (one column per point,
     :mod:`glru.stepwise`) every field of the result is an array over the columns.
@@ -176,12 +177,12 @@ def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d, 
     dual = -conj_terms.sum(axis=0) / n - pen_conj
     magnitude = (loss_terms.sum(axis=0) + np.abs(conj_terms).sum(axis=0) + (np.abs(alpha) * abs_margins).sum(axis=0)) \
         / n + pen_w + pen_conj
-    gap, allowance = sound_gap(primal, dual, magnitude, n, d), gap_allowance(magnitude, n, d)
-    floor = allowance
+    classic = gap_allowance(magnitude, n, d)
+    gap, allowance, floor = sound_gap(primal, dual, magnitude, n, d), classic, classic
     if data_norm is not None and penalty.strong_convexity > 0:
         # the finer form is at least P − D minus its allowance, so where P − D exceeds its allowance
-        # FINE_GAP_RANGE times it could not shrink the gap by 2/FINE_GAP_RANGE of it: not evaluated
-        # there (most of a solver's iterations), but the level it would reach at the optimum is
+        # FINE_GAP_RANGE times it could not shrink the gap by 2/FINE_GAP_RANGE of it: it is not
+        # evaluated there (most of a solver's iterations); the floor it would reach still is
         if np.ndim(primal) == 0:  # Python floats: most calls are a solver's, one point at a time
             near = float(primal) - float(dual) <= FINE_GAP_RANGE * float(allowance)
         else:
@@ -199,7 +200,7 @@ def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d, 
         if np.ndim(gap) == 0:
             gap, allowance, floor = float(gap), float(allowance), float(floor)
     return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance,
-                         loss_terms.sum(axis=0), conj_terms.sum(axis=0), floor, gap_allowance(magnitude, n, d))
+                         loss_terms.sum(axis=0), conj_terms.sum(axis=0), floor, classic)
 
 
 class GapEvaluation:
