@@ -9,8 +9,8 @@ products with vectors cost 2·nnz(X). This module takes Newton–CG steps (the t
 LIBLINEAR's ``newton.cpp``) for m folds together, so that each conjugate-gradient iteration is
 two products of X with d̃ × m blocks instead of 2m matrix-vector products, and each step is
 shortened to the minimizer of the fold's objective along it, found on the margins X̃s (one more
-product: the objective and its derivative at any step length then cost O(n) per fold). Nothing here is trusted: the points are certified by
-the caller.
+product: the objective and its derivative at any step length then cost O(n) per fold). Nothing
+here is trusted: the points are certified by the caller.
 
 In sum form, with x̃_i = (x_i, 1) when an intercept is fitted and P the projection that drops it,
 fold j minimises F_j(z) = Σ_{i∈T_j} ℓ_i(x̃_i·z) + (a_j/2)‖Pz‖², whose Hessian at z is

@@ -193,12 +193,12 @@ def assemble_gap(loss, penalty, y, w, margins, alpha, Xt_alpha, abs_margins, d, 
                                                                  margin_error(abs_margins, d), data_norm, zero_sum)
             finer = fine < gap
             gap, allowance = np.where(finer, fine, gap), np.where(finer, fine_allowance, allowance)
+            floor = np.minimum(fine_floor, floor)
+            floor = float(floor) if np.ndim(floor) == 0 else floor
         else:
-            e = correlation_error(alpha, Xt_alpha / n, data_norm)[0]
-            fine_floor = 2 * e * e / penalty.strong_convexity
-        floor = np.minimum(fine_floor, floor)
+            floor = (data_norm, penalty.strong_convexity)  # computed if asked (GapEvaluation.floor)
         if np.ndim(gap) == 0:
-            gap, allowance, floor = float(gap), float(allowance), float(floor)
+            gap, allowance = float(gap), float(allowance)
     return GapEvaluation(gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance,
                          loss_terms.sum(axis=0), conj_terms.sum(axis=0), floor, classic)
 
@@ -207,7 +207,7 @@ class GapEvaluation:
     """A duality gap evaluated from scratch at a primal point, with the sums it was built from."""
 
     __slots__ = ("gap", "primal", "dual", "alpha", "Xt_alpha", "margins", "magnitude", "allowance",
-                 "loss_sum", "conj_sum", "floor", "classic_allowance")
+                 "loss_sum", "conj_sum", "_floor", "classic_allowance")
 
     def __init__(self, gap, primal, dual, alpha, Xt_alpha, margins, magnitude, allowance, loss_sum, conj_sum,
                  floor=None, classic_allowance=None):
@@ -215,10 +215,23 @@ class GapEvaluation:
         self.alpha, self.Xt_alpha, self.margins = alpha, Xt_alpha, margins
         self.magnitude, self.allowance = magnitude, allowance
         self.loss_sum, self.conj_sum = loss_sum, conj_sum  # Σℓ(u_i) and Σℓ*(−α_i), the (17b/c) sums
-        # the allowance the same evaluation would have at the optimum: no point's gap goes below it
-        self.floor = allowance if floor is None else floor
         # the rounding allowance of P − D itself (the gap's, unless the Fenchel–Young form is finer)
         self.classic_allowance = allowance if classic_allowance is None else classic_allowance
+        # a number, or (‖X‖_F bound, λ) for the Fenchel–Young floor to be computed when asked
+        self._floor = allowance if floor is None else floor
+
+    @property
+    def floor(self):
+        """The allowance this evaluation would have at the optimum: no point's gap goes below it.
+        Where the Fenchel–Young form was not evaluated (P − D far above its allowance), its
+        floor 2e²/λ (:func:`glru.duality.correlation_error`) is computed here, on first use:
+        a solver's many evaluations never ask for it."""
+        if isinstance(self._floor, tuple):
+            data_norm, lam = self._floor
+            e = correlation_error(self.alpha, self.Xt_alpha / self.alpha.shape[0], data_norm)[0]
+            floor = np.minimum(2 * e * e / lam, self.classic_allowance)
+            self._floor = float(floor) if np.ndim(floor) == 0 else floor
+        return self._floor
 
     @property
     def relative_gap(self):
