@@ -129,8 +129,10 @@ class Certificate:
 
     def _intercept_shift(self, how):
         """[τ_lo, τ_hi] of :mod:`glru.intercept`, from cached sums (O(1)) or all rows (O(n))."""
+        data = self._intercept_data
+        if data.get("sums") is None:  # no sums: "fast" is the exact bracket too
+            how = "exact"
         if how not in self._shifts:
-            data = self._intercept_data
             if callable(data.get("sums")):  # built on first use, like the box's sums
                 data["sums"] = data["sums"]()
             self._shifts[how] = intercept.shift_interval(

@@ -80,7 +80,6 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 from scipy.special import expit
 
 from .bounds import primal_radius

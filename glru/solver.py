@@ -96,7 +96,9 @@ def _auto_method(problem, stop_when):
 def optimal_intercept(problem, coef, intercept):
     """argmin_b Σ ℓ(x_i·w + b) for fixed w (a 1-D monotone root), or ``intercept`` if none."""
     base = problem.margins(coef, intercept)  # memoised: the solver has just evaluated it
-    root = approximate_root(lambda t: problem.loss.derivative(problem.y, base + t).sum(), 1.0)
+    loss, y = problem.loss, problem.y
+    root = approximate_root(lambda t: loss.derivative(y, base + t).sum(),
+                            lambda t: loss.second_derivative(y, base + t).sum(), 1.0)
     return intercept if root is None or not np.isfinite(root) else intercept + root
 
 
