@@ -264,7 +264,10 @@ def approximate_root(f, slope, scale, max_iter=200, max_doublings=80):
         else:
             hi = t
         derivative = slope(t)
-        newton = t - value / derivative if derivative > 0 else np.nan
+        with np.errstate(over="ignore"):  # a flat tail: an infinite step, replaced below
+            newton = t - value / derivative if derivative > 0 else np.nan
+        if abs(newton - t) <= 4 * EPS * (1.0 + abs(t)):  # converged: the step is below rounding
+            return t
         if np.isfinite(lo) and np.isfinite(hi):
             following = newton if lo < newton < hi else 0.5 * (lo + hi)
         else:  # one side open: at most ``reach`` towards it, doubled each time

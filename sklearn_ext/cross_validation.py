@@ -20,7 +20,7 @@ from sklearn.model_selection import check_cv
 from sklearn.pipeline import Pipeline
 from sklearn.utils import RegressorTags
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, check_X_y
+from sklearn.utils.validation import check_is_fitted, check_X_y, indexable
 
 from glru._validation import check_X
 from glru.cross_validation import Fold, cross_validate
@@ -104,19 +104,26 @@ class GLRUCrossValidator(BaseEstimator):
         """Compute the cross-validation scores of ``estimator`` on (X, y)."""
         return self._fit(X, y, groups)
 
-    def _fit(self, X, y, groups=None, result=None):
+    def _fit(self, X, y, groups=None, result=None, refit=True):
         """:meth:`fit`; ``result`` is the binary engine's result when already computed (by
-        :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model)."""
-        final = self.estimator[-1] if isinstance(self.estimator, Pipeline) else self.estimator
+        :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model). Without ``refit``
+        (:func:`cross_val_score`, which returns the scores only) a fallback does not fit
+        ``estimator_``."""
+        scorer = check_scoring(self.estimator, scoring=self.scoring)
+        cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
+        try:  # the estimator first: one glru cannot compute gets scikit-learn the data as given
+            preprocessing, final = split_pipeline(self.estimator)
+            alpha = ridge_alpha(final) if is_ridge(final) else None
+            model = None if is_ridge(final) else linear_model(final)
+        except Unsupported as reason:
+            X, y, groups = indexable(X, y, groups)
+            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit)
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
                          y_numeric=is_ridge(final))
-        splits = split_folds(check_cv(self.cv, y, classifier=is_classifier(self.estimator)), X, y, groups)
-        scorer = check_scoring(self.estimator, scoring=self.scoring)
+        splits = split_folds(cv, X, y, groups)
+        if is_ridge(final):
+            return self._fit_ridge(X, y, splits, scorer, preprocessing, alpha, final.fit_intercept)
         try:
-            preprocessing, final = split_pipeline(self.estimator)
-            if is_ridge(final):
-                return self._fit_ridge(X, y, splits, scorer, preprocessing, ridge_alpha(final), final.fit_intercept)
-            model = linear_model(final)
             target = type_of_target(y)
             if target not in ("binary", "multiclass"):
                 raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
@@ -126,7 +133,7 @@ class GLRUCrossValidator(BaseEstimator):
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
         except Unsupported as reason:
-            return self._fall_back(X, y, splits, str(reason))
+            return self._fall_back(X, y, splits, str(reason), refit)
         self.fallback_reason_ = None
         return self._fit_exact(X, y, splits, scorer, preprocessing, model, trainable, result)
 
@@ -229,7 +236,7 @@ class GLRUCrossValidator(BaseEstimator):
             return final
         return Pipeline(list(preprocessing.steps) + [(self.estimator.steps[-1][0], final)])
 
-    def _fall_back(self, X, y, splits, reason):
+    def _fall_back(self, X, y, splits, reason, refit=True):
         warnings.warn(f"glru cannot compute this cross-validation exactly ({reason}); running scikit-learn's "
                       "cross_val_score instead.", FallbackWarning, stacklevel=3)
         self.fallback_reason_ = reason
@@ -238,7 +245,7 @@ class GLRUCrossValidator(BaseEstimator):
             pre_dispatch=self.pre_dispatch, error_score=self.error_score)
         self.n_certified_, self.n_retrained_ = 0, len(splits)
         self.decision_bounds_ = self.held_out_indices_ = None
-        self.estimator_ = clone(self.estimator).fit(X, y) if np.unique(y).size > 1 else None
+        self.estimator_ = clone(self.estimator).fit(X, y) if refit and np.unique(y).size > 1 else None
         return self
 
 
@@ -285,7 +292,7 @@ def cross_val_score(estimator, X, y=None, *, groups=None, scoring=None, cv=None,
         raise ValueError("glru's cross_val_score needs y (supervised linear classifiers only).")
     validator = GLRUCrossValidator(estimator, cv=cv, scoring=scoring, n_jobs=n_jobs, verbose=verbose,
                                    pre_dispatch=pre_dispatch, error_score=error_score)
-    return validator.fit(X, y, groups=groups).scores_
+    return validator._fit(X, y, groups=groups, refit=False).scores_
 
 
 class HeldOutPredictions(ClassifierMixin, BaseEstimator):

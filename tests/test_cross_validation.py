@@ -9,12 +9,13 @@ import scipy.sparse as sp
 from hypothesis import example, given
 from hypothesis import strategies as st
 from sklearn import model_selection
+from sklearn.compose import make_column_transformer
 from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics import check_scoring, make_scorer, matthews_corrcoef
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import Normalizer, StandardScaler
+from sklearn.preprocessing import Normalizer, OneHotEncoder, StandardScaler
 from sklearn.svm import LinearSVC
 
 import glru.cross_validation as glru_cv
@@ -182,6 +183,19 @@ def test_unsupported_estimators_fall_back_with_reason(estimator, why):
         warnings.simplefilter("ignore")
         expected = model_selection.cross_val_score(estimator, X, y, cv=3)
     np.testing.assert_array_equal(got, expected)
+
+
+def test_fallback_gets_the_data_as_given():
+    # strings that only the pipeline's encoder turns into numbers: glru must not convert them first
+    X = np.array([["a", 1.0], ["b", 2.0], ["a", 3.5], ["b", 0.5], ["c", 4.0]] * 8, dtype=object)
+    y = np.array([0, 1, 0, 1, 1] * 8)
+    est = make_pipeline(make_column_transformer((OneHotEncoder(), [0]), remainder="passthrough"), LogisticRegression())
+    with pytest.warns(FallbackWarning, match="ColumnTransformer"):
+        got = cross_val_score(est, X, y, cv=4)
+    np.testing.assert_array_equal(got, model_selection.cross_val_score(est, X, y, cv=4))
+    with pytest.warns(FallbackWarning):
+        validator = GLRUCrossValidator(est, cv=4).fit(X, y)
+    assert validator.estimator_.predict(X).shape == (40,)
 
 
 def test_multiclass_and_fit_params_fall_back():
