@@ -657,6 +657,9 @@ class _Engine:
         # steps): the gradient norm their forcing terms are relative to (None: the first one's)
         newton = {k: None for k in active if solvers[k] is None}
         polishing = {}  # of those, the ones at the objective's rounding level (see _newton_cg_steps)
+        # of those, the certified radius per unit gradient norm seen last, and the gradient norm at
+        # their current point: what sets how far a step must go (see _needed_forcing)
+        per_gradient, gradient_at = {}, {}
         gradient_norms = {}  # of the folds taking chord steps, at the point of their last step
         for _ in range(CHORD_MAX_STEPS):
             if not active:
@@ -676,7 +679,9 @@ class _Engine:
                 previous[k], moves[k] = size, point
 
             def take_newton_steps():
-                for k, z, margins, step in self._newton_cg_steps(pending, newton, polishing):
+                loose = {k: self._needed_forcing(k, margins, gradient, per_gradient.get(k))
+                         for k, _, gradient, margins in pending if k not in polishing}
+                for k, z, margins, step in self._newton_cg_steps(pending, newton, polishing, loose):
                     size = np.linalg.norm(step)
                     if size <= 4 * EPS * (1.0 + np.linalg.norm(z)):  # no progress left: rounding level
                         centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
@@ -688,7 +693,10 @@ class _Engine:
             for k, (gradient, margins, slopes) in zip(active, gradients):
                 z = np.append(*centres[k]) if self.fit_intercept else centres[k][0]
                 if k in newton:
-                    newton[k] = newton[k] or np.linalg.norm(gradient)
+                    gradient_at[k] = np.linalg.norm(gradient)
+                    if newton[k] is None and k not in previous and np.isfinite(radii[k][0]):
+                        per_gradient[k] = radii[k][0] / gradient_at[k]  # certified at this centre
+                    newton[k] = newton[k] or gradient_at[k]
                     pending.append((k, z, gradient, margins))
                     if len(pending) == self.checker.block:
                         take_newton_steps()
@@ -734,6 +742,8 @@ class _Engine:
                 take_newton_steps()
             for k, (outcome, radius, floor) in zip(check, self._certify(check, [centres[k] for k in check])):
                 ratio[k], floors[k] = radius / previous[k], floor
+                if k in newton and k in gradient_at:  # (not the step it left its chord steps on)
+                    per_gradient[k] = radius / gradient_at[k]
                 if not self._open(outcome):
                     outcome.solved, outcomes[k] = True, outcome
                     del moves[k]
@@ -758,7 +768,21 @@ class _Engine:
         return self.newton_cg and self.curvatures[k] is None and (
             solver is None or solver.upper is None or np.isfinite(self.loss.self_concordance))
 
-    def _newton_cg_steps(self, pending, newton, polishing):
+    def _needed_forcing(self, k, margins, gradient, per_gradient):
+        """The forcing term of a Newton–CG step of fold k that would bring its certified radius to
+        ``NEEDED_SHARE`` of what its held-out signs need (the smallest |value|/‖x − x̄‖ at its
+        current margins), predicting the radius as ``per_gradient`` times the gradient's norm and
+        the step's gradient as the forcing term times this one; 0 (no effect) when unknown or
+        when values are needed. On madelon.t the default terms polished folds 4–40× past their
+        needed radius in their last step."""
+        if per_gradient is None or not per_gradient > 0 or self.need != "labels":
+            return 0.0
+        test = self.folds[k].test
+        spread = self.checker.spread_norms[test]
+        needed = np.min(np.abs(margins[test][spread > 0]) / spread[spread > 0], initial=np.inf)
+        return NEEDED_SHARE * needed / (per_gradient * np.linalg.norm(gradient))
+
+    def _newton_cg_steps(self, pending, newton, polishing, loose=None):
         """(k, z, margins, step) for the folds ``pending`` = [(k, z, gradient, margins)]: damped
         Newton–CG steps from z, all at once (:class:`glru.fold_steps.FoldBlock`), each CG solve
         accurate to the forcing term min(½, √(‖g‖/‖g₀‖)), g₀ the gradient where the fold began
@@ -788,6 +812,8 @@ class _Engine:
                           self.rough)
         norms = np.linalg.norm(G, axis=0)
         forcing = np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks])))
+        # no finer than the fold's held-out signs need (``loose``: :meth:`_needed_forcing`)
+        forcing = np.maximum(forcing, np.minimum(0.5, [(loose or {}).get(k, 0.0) for k in ks]))
         # a polishing step only has to show whether the gradient still shrinks: a hundredfold
         # (finer forcing terms near rounding level cost 50 CG iterations a step on sparse 4000 × 2000)
         polishing_now = np.array([k in polishing for k in ks])
@@ -828,6 +854,7 @@ HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then p
 DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap
 CHORD_MAX_STEPS = 50
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
+NEEDED_SHARE = 0.5  # of the radius the held-out signs need, that a Newton–CG step aims at
 POLISH_FORCING = 1e-2  # of a fold's Newton–CG steps at rounding level (see _Engine._newton_cg_steps)
 # a fold's reference Hessian is refreshed, at the rows moved by more than REFERENCE_SHIFT and at most
 # MAX_REFRESHES times, when its iterate has moved some training margin from the reference by more than
