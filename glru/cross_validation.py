@@ -786,7 +786,8 @@ class _Engine:
         """(k, z, margins, step) for the folds ``pending`` = [(k, z, gradient, margins)]: damped
         Newton–CG steps from z, all at once (:class:`glru.fold_steps.FoldBlock`), each CG solve
         accurate to the forcing term min(½, √(‖g‖/‖g₀‖)), g₀ the gradient where the fold began
-        these steps (``newton[k]``): superlinear convergence. Once the decrease −gᵀs a step
+        these steps (``newton[k]``): superlinear convergence; but no finer than ``loose[k]``, what
+        the fold's held-out signs need (:meth:`_needed_forcing`). Once the decrease −gᵀs a step
         predicts is below the objective's rounding, no step length can be judged by the
         objective: the fold's steps are then taken whole while they shrink its gradient, as
         :func:`glru.solver.polish` does (``polishing[k]``: the gradient's norm and the point of
