@@ -83,12 +83,18 @@ class MulticlassOutcome:
         The certified column of each row's class (−1 where open), when sharper bounds than the
         per-class ones decided it (e.g. bounds on pairwise differences); by default
         :func:`certified_argmax` of ``lower``/``upper``.
+    tie_band : ndarray of shape (n_held_out, n_classes), optional
+        How far each solved value may be from the exact one at rounding level (its
+        :func:`glru.bounds.zero_band`): values of two classes within the sum of their bands are a
+        tie, which goes to the first class (see :attr:`labels`). Zero by default.
     """
 
-    def __init__(self, classes, lower, upper, values, solved, coef=None, intercept=None, winner=None):
+    def __init__(self, classes, lower, upper, values, solved, coef=None, intercept=None, winner=None,
+                 tie_band=None):
         self.classes, self.lower, self.upper, self.solved = np.asarray(classes), lower, upper, solved
         self.values, self.coef, self.intercept = np.clip(values, lower, upper), coef, intercept
         self._winner = certified_argmax(lower, upper) if winner is None else np.asarray(winner)
+        self.tie_band = np.zeros_like(self.values) if tie_band is None else tie_band
 
     @property
     def decided(self):
@@ -97,10 +103,15 @@ class MulticlassOutcome:
 
     @property
     def labels(self):
-        """Predicted class codes: certified, or the arg-max of values exact to rounding."""
+        """Predicted class codes: certified, or the arg-max of values exact to rounding, the first
+        class among those tied with the largest (an exact tie: two one-vs-rest problems with the
+        same optimum; numpy's arg-max takes the first of equal values, and so scikit-learn)."""
         winner = self._winner.copy()
         open_rows = winner < 0
         if np.any(open_rows) and not self.solved:
             raise ValueError("the predicted class of some rows is neither certified nor solved for")
-        winner[open_rows] = np.argmax(self.values[open_rows], axis=1)
+        values, band = self.values[open_rows], self.tie_band[open_rows]
+        top = np.argmax(values, axis=1)[:, None]
+        reach = np.take_along_axis(values, top, axis=1) - np.take_along_axis(band, top, axis=1)
+        winner[open_rows] = np.argmax(values >= reach - band, axis=1)
         return self.classes[winner]

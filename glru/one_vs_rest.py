@@ -11,7 +11,8 @@ binary problem is the one :func:`glru.cross_validation.cross_validate` certifies
 2. a held-out row's class is certain when its interval's lower end beats every other class's
    upper end (:func:`glru.held_out.certified_argmax`);
 3. folds with a row left open have all their classes' problems solved to rounding level
-   (``need="values"``), and their rows take the arg-max of those exact values.
+   (``need="values"``), and their rows take the arg-max of those exact values (classes within
+   rounding of the largest value are a tie, which goes to the first, as numpy's arg-max does).
 
 Scorers that need decision values or probabilities get every fold solved (step 3 for all).
 """
@@ -96,7 +97,8 @@ def _outcome(classes, per_class, solved):
     if solved and all(o.coef is not None for o in columns):
         coef = np.vstack([o.coef for o in columns])
         intercept = np.array([o.intercept for o in columns], dtype=float)
-    return MulticlassOutcome(classes, lower, upper, values, solved, coef, intercept)
+    band = np.column_stack([np.broadcast_to(o.zero_band, o.values.shape) for o in columns])
+    return MulticlassOutcome(classes, lower, upper, values, solved, coef, intercept, tie_band=band)
 
 
 __all__ = ["MulticlassCrossValidation", "certified_argmax", "cross_validate_one_vs_rest"]

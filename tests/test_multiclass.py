@@ -108,6 +108,17 @@ def test_property_one_vs_rest_equals_exact_refits(seed, n, d, n_classes, C, fit_
     np.testing.assert_array_equal(got[ok], expected)
 
 
+def test_one_vs_rest_tie_goes_to_the_first_class():
+    # one feature, no intercept: with row 4 held out, the rows of classes 1 and 2 all have x = 0, so
+    # "1 against the rest" and "2 against the rest" have the same optimum and row 4 ties exactly;
+    # the computed values differ in the last bits, and the tie must go to class 1 (numpy's arg-max)
+    X, y = multiclass_problem(0, 14, 1, 3, sparse=True)
+    est = LinearSVC(C=1.0, fit_intercept=False)
+    got = GLRUCrossValidator(est, cv=LeaveOneOut()).fit(X, y).scores_
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, list(LeaveOneOut().split(X, y))))
+    assert got[4] == 0.0  # class 1 predicted for a row of class 2
+
+
 @pytest.mark.parametrize("direction", ["backward", "forward"])
 @pytest.mark.parametrize("params", [dict(n_features_to_select=3), dict(n_features_to_select="auto", tol=0.01)],
                          ids=["count", "tol"])
