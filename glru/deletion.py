@@ -355,9 +355,7 @@ class RowDeletion:
         def build():
             keep = _remaining(self.n, removed)
             problem = Problem(self.X[keep], self.y[keep], self.loss, L2(lam), self.fit_intercept)
-            compact = GapEvaluation(ev.gap, ev.primal, ev.dual, alpha()[keep], ev.Xt_alpha, margins[keep],
-                                    ev.magnitude, ev.allowance, ev.loss_sum, ev.conj_sum, ev.floor, ev.classic_allowance)
-            return certificate_at(problem, w, b, gap_evaluation=compact)
+            return certificate_at(problem, w, b, gap_evaluation=ev.with_rows(alpha()[keep], ev.Xt_alpha, margins[keep]))
         return DeletionCertificate(ev, gap_radius, gradient_radius, gradient, N, build)
 
     def _logistic_parts(self, margins, removed):
@@ -448,9 +446,7 @@ class RowDeletion:
             keep = _remaining(self.n, removed)
             ev = assemble_gap(self.loss, L2(lam), self.y[keep], w, margins[keep], alpha[keep], products[:, 1],
                               rounding.abs_margins()[keep], self.d)
-            ev = GapEvaluation(ev.gap, ev.primal, ev.dual, alpha, products[:, 1], margins, ev.magnitude, ev.allowance,
-                               ev.loss_sum, ev.conj_sum, ev.floor, ev.classic_allowance)
-            return ev, lambda: alpha
+            return ev.with_rows(alpha, products[:, 1], margins), lambda: alpha
         return slopes, curvature, np.column_stack([slopes, alpha]), assemble
 
     def _gradient_error(self, w, slopes, rounding, N, Xt_slopes):

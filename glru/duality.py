@@ -18,6 +18,7 @@ exact (measured there: 2·10⁻⁹ without an intercept, 10⁻⁷ with one).
 import numpy as np
 
 EPS = np.finfo(np.float64).eps
+UNDERFLOW = 16 * np.finfo(np.float64).tiny  # absolute error of a few operations whose results are subnormal
 
 
 def gap_allowance(magnitude, n, d):

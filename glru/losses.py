@@ -25,8 +25,7 @@ feasible while rescaling it.
 import numpy as np
 from scipy.special import expit, log_expit, xlogy
 
-EPS = np.finfo(np.float64).eps
-UNDERFLOW = 16 * np.finfo(np.float64).tiny  # absolute error of a few operations whose results are subnormal
+from .duality import EPS, UNDERFLOW
 
 __all__ = [
     "Loss",

@@ -16,6 +16,8 @@ Each penalty provides, vectorised over coefficients:
 
 import numpy as np
 
+from .duality import EPS, UNDERFLOW
+
 __all__ = ["ElasticNet", "L2", "get_penalty"]
 
 
@@ -79,9 +81,8 @@ class ElasticNet:
         aligned = sign * s > kappa
         value = np.where(aligned, r * r / (2 * lam),
                          np.abs(w) * (kappa - sign * s) + 0.5 * lam * w * w + excess * excess / (2 * lam))
-        slack = 4 * np.finfo(float).eps * (np.abs(s) + lam * np.abs(w) + kappa)
-        return value, (2 * np.abs(r) + slack) * slack / lam + 8 * np.finfo(float).eps * value \
-            + 16 * np.finfo(float).tiny  # results in the subnormal range: absolute error
+        slack = 4 * EPS * (np.abs(s) + lam * np.abs(w) + kappa)
+        return value, (2 * np.abs(r) + slack) * slack / lam + 8 * EPS * value + UNDERFLOW
 
     def conjugate_gradient_bounds(self, s_lower, s_upper):
         """Sound bounds [inf ∂ρ*(s_lower), sup ∂ρ*(s_upper)]: ∂ρ* is monotone."""

@@ -220,6 +220,15 @@ class GapEvaluation:
         # a number, or (‖X‖_F bound, λ) for the Fenchel–Young floor to be computed when asked
         self._floor = allowance if floor is None else floor
 
+    def with_rows(self, alpha, Xt_alpha, margins):
+        """The same gap with other per-row arrays attached (the rows of another indexing of the
+        same problem), every other field kept as it is."""
+        copy = object.__new__(GapEvaluation)
+        for name in self.__slots__:
+            setattr(copy, name, getattr(self, name))
+        copy.alpha, copy.Xt_alpha, copy.margins = alpha, Xt_alpha, margins
+        return copy
+
     @property
     def floor(self):
         """The allowance this evaluation would have at the optimum: no point's gap goes below it.
