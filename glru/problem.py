@@ -341,6 +341,8 @@ def _dual_domain_terms_block(X, loss, y):
     a, c = -dom_hi, -dom_lo  # α_i ∈ [a_i, c_i]
     a_fin, c_fin = np.where(np.isfinite(a), a, 0.0), np.where(np.isfinite(c), c, 0.0)
     a_inf, c_inf = (~np.isfinite(a)).astype(float), (~np.isfinite(c)).astype(float)
+    if sp.issparse(X):
+        return _sparse_dual_domain_terms(X.tocsr(), a_fin, c_fin, a_inf, c_inf)
     pos, neg = _positive_part(X), _negative_part(X)
     is_pos, is_neg = (X > 0).astype(float), (X < 0).astype(float)
     return dict(
@@ -350,6 +352,28 @@ def _dual_domain_terms_block(X, loss, y):
         upper_inf=_tdot(is_pos, c_inf) + _tdot(is_neg, a_inf),
         magnitude=_tdot(abs(X), np.abs(a_fin) + np.abs(c_fin)),
     )
+
+
+def _sparse_dual_domain_terms(X, a_fin, c_fin, a_inf, c_inf):
+    """The sums of :func:`_dual_domain_terms_block` for a CSR block, from its positive and
+    negative parts as CSR matrices on X's own index arrays, each times the ends [a, c, |a| + |c|]
+    in one product; the infinite ends' counts only where there are any (not for logistic or
+    Huber). SciPy's sparse ``maximum``, ``minimum``, comparisons and ``abs`` (each a new matrix,
+    index arrays and all) took five times as long: 25 ms on sparse 4000 × 2000 at 5 %."""
+    def part(values):
+        return sp.csr_matrix((values, X.indices, X.indptr), shape=X.shape)
+    positive, negative = part(np.maximum(X.data, 0.0)), part(np.minimum(X.data, 0.0))
+    ends = np.column_stack([a_fin, c_fin, np.abs(a_fin) + np.abs(c_fin)])
+    P, N = np.asarray(positive.T @ ends), np.asarray(negative.T @ ends)
+    terms = dict(lower=P[:, 0] + N[:, 1], upper=P[:, 1] + N[:, 0], magnitude=P[:, 2] - N[:, 2])
+    counts = np.zeros((X.shape[1], 2))
+    if a_inf.any() or c_inf.any():
+        infinite = np.column_stack([a_inf, c_inf])
+        P = np.asarray(part((X.data > 0).astype(float)).T @ infinite)
+        N = np.asarray(part((X.data < 0).astype(float)).T @ infinite)
+        counts = np.column_stack([P[:, 0] + N[:, 1], P[:, 1] + N[:, 0]])
+    terms.update(lower_inf=counts[:, 0], upper_inf=counts[:, 1])
+    return terms
 
 
 def dual_domain_from_terms(terms, n):

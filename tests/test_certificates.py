@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import glru
+from glru.losses import get_loss
+from glru.problem import dual_domain_terms
 
 from ._problems import LOSSES, dense, exact_fit, random_problem, random_targets, reference_interval
 
@@ -192,3 +194,18 @@ def test_lasso_certificate_uses_dual_box_only():
     ref = exact_fit(np.delete(X, 3, axis=0), np.delete(y, 3), "logistic", 0.0, 0.05, False)
     v = ref.decision_function(X[:5])
     assert np.all((lo <= v + 1e-6) & (v <= hi + 1e-6))
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 30), d=st.integers(1, 8), loss=st.sampled_from(LOSSES),
+       density=st.sampled_from([0.0, 0.3, 1.0]))
+def test_dual_domain_sums_of_sparse_and_dense_rows_agree(seed, n, d, loss, density):
+    """The box's column sums (Remark 2) computed from CSR rows equal those from the same rows
+    dense, infinite ends counted alike, for values of both signs."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < density)
+    y = random_targets(rng, n, loss)
+    loss = get_loss(loss)
+    from_dense = dual_domain_terms(X, loss, y)
+    from_sparse = dual_domain_terms(sp.csr_matrix(X), loss, y)
+    for key, value in from_dense.items():
+        np.testing.assert_allclose(from_sparse[key], value, rtol=1e-12, atol=1e-12, err_msg=key)
