@@ -194,8 +194,6 @@ class _Engine:
         stored = X.nnz if sp.issparse(X) else X.size
         self.single_threaded = self.direct or 8 * stored <= SINGLE_THREAD_BYTES
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
-        # their preconditioner: the diagonal of X̃ᵀDX̃ at the full fit, and each fold's share of it
-        self.full_diagonal, self.full_curvatures, self.fold_diagonals = None, None, {}
 
     def run(self, solve_open=True):
         return self._with_blas(self._run, solve_open)
@@ -211,7 +209,6 @@ class _Engine:
         clock = _Clock()
         hub = self._hub()
         coef, intercept = self._full_fit_on_X(*hub)
-        self.full_fit = coef, intercept
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         self.xt_norms = np.sqrt(self.checker.row_norms ** 2 + self.fit_intercept)  # ‖x̃_i‖
         # terms of each row's computed margin (its stored values): the products' rounding bound
@@ -813,7 +810,7 @@ class _Engine:
         block = FoldBlock(self.X, self.checker.XT, self.y, self.loss, self.fit_intercept, Z,
                           np.column_stack([m for *_, m in going]), [self.dropped[k] for k in ks],
                           np.array([self.folds[k].n_train * self.penalty_for(self.folds[k].n_train).lam for k in ks]),
-                          self.rough, self._hessian_diagonals(ks))
+                          self.rough)
         norms = np.linalg.norm(G, axis=0)
         forcing = np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks])))
         # no finer than the fold's held-out signs need (``loose``: :meth:`_needed_forcing`)
@@ -830,31 +827,6 @@ class _Engine:
                 polishing[k] = (norms[j], z)
             out.append((k, z, margins, S[:, j]))
         return out
-
-    def _hessian_diagonals(self, ks):
-        """Diagonals of X̃ᵀDX̃ of the folds ``ks`` (columns), D at the full fit's curvatures: the
-        full data's Σ_i ℓ''_i x̃_ij² less the rows outside each fold. The preconditioner of their
-        Newton–CG steps (:func:`glru.fold_steps.jacobi_mix`), kept per fold while all folds'
-        hold at most ``BLOCK_FLOATS`` floats (K-fold; leave-one-out's take a row each time)."""
-        if self.full_diagonal is None:
-            coef, intercept = self.full_fit
-            self.full_curvatures = self.loss.second_derivative(self.y, np.asarray(self.X @ coef) + intercept)
-            self.full_diagonal = self._diagonal(self.X, self.full_curvatures)
-        keep = len(self.folds) * self.full_diagonal.size <= BLOCK_FLOATS
-        columns = []
-        for k in ks:
-            diagonal = self.fold_diagonals.get(k)
-            if diagonal is None:
-                rows = self.dropped[k]
-                diagonal = self.full_diagonal - self._diagonal(self.X[rows], self.full_curvatures[rows])
-                if keep:
-                    self.fold_diagonals[k] = diagonal
-            columns.append(diagonal)
-        return np.column_stack(columns)
-
-    def _diagonal(self, X, curvatures):
-        diagonal = col_norms_sq(X, curvatures)
-        return np.append(diagonal, curvatures.sum()) if self.fit_intercept else diagonal
 
     def _settle_on_X(self, outcomes, indices, work_solutions):
         """Solve the folds ``indices`` on X to rounding level (no early stop), from their solutions

@@ -20,8 +20,6 @@ X̃ᵀ D_j X̃ + a_j P with D_j = ℓ''(X̃z) on T_j and 0 elsewhere.
 import numpy as np
 import scipy.sparse as sp
 
-from .preconditioner import jacobi_mix
-
 ARMIJO = 1e-4  # sufficient decrease of a backtracked step, as a share of the linear prediction
 MAX_HALVINGS = 30
 ROOT_STEPS = 12  # evaluations of φ' at most, in search of a step length's minimizer
@@ -45,15 +43,11 @@ class FoldBlock:
     strengths : (m,) array, a_j.
     rough : (X, XT) in float32 (:func:`single_precision`), or None
         For the conjugate-gradient products of steps whose forcing terms are coarse enough.
-    diagonals : (d̃, m) array, or None
-        Approximate diagonals of X̃ᵀD_jX̃ (the Hessians without their penalty), for conjugate
-        gradients' preconditioner (:func:`jacobi_mix`); None: not preconditioned.
     """
 
-    def __init__(self, X, XT, y, loss, fit_intercept, Z, U, dropped, strengths, rough=None, diagonals=None):
+    def __init__(self, X, XT, y, loss, fit_intercept, Z, U, dropped, strengths, rough=None):
         self.X, self.XT, self.y, self.loss, self.fit_intercept = X, XT, y, loss, fit_intercept
         self.rough = rough
-        self.scale = np.ones(Z.shape) if diagonals is None else jacobi_mix(diagonals + self._penalized_ones(strengths))
         self.Z, self.U, self.strengths = Z, U, strengths
         self.training = np.ones(U.shape, dtype=bool)
         for j, rows in enumerate(dropped):
@@ -77,12 +71,16 @@ class FoldBlock:
     def newton_steps(self, G, forcing):
         """Steps s_j with ‖H_j s_j + g_j‖ ≤ forcing_j·‖g_j‖ (or after ``CG_MAX_ITER`` iterations,
         or where a direction has no curvature left): conjugate gradients on all columns at once,
-        each iteration one product of the columns still running with X̃ and one with X̃ᵀ, with
-        a diagonal preconditioner (``diagonals``). The folds' frozen factorizations (Woodbury
-        downdates of the full fit's Hessian) would be a better one, but cost as much to apply as
-        a product with X on madelon and saved too few iterations where these steps are needed
-        (their Hessians are far from the frozen one): 10-fold was 1.1–1.9× slower with them at
-        C from 1 to 100."""
+        each iteration one product of the columns still running with X̃ and one with X̃ᵀ. Not
+        preconditioned: the folds' frozen factorizations (Woodbury downdates of the full fit's
+        Hessian) cost as much to apply as a product with X on madelon and saved too few
+        iterations where these steps are needed (their Hessians are far from the frozen one):
+        10-fold was 1.1–1.9× slower with them at C from 1 to 100. Nor by the diagonal of
+        X̃ᵀDX̃ at the full fit, mixed with its mean: 10-fold column products went from 517 to
+        435 on sparse 4000 × 2000 at 5 % (the intercept's eigenvalue stood apart) and from 923
+        to 567 on w8a, but from 3674 to 5159 on a9a.t and from 15449 to 29571 at C = 10, from
+        377 to 497 on mushrooms (one-hot features; these three forced onto these steps); LIBLINEAR's
+        mix, 1 % of the diagonal, still 4750 and 27138 on a9a.t."""
         S = np.zeros_like(G)
         R = -G
         goal = forcing * np.linalg.norm(G, axis=0)
@@ -90,9 +88,8 @@ class FoldBlock:
         # for a residual ROUGH_MARGIN times larger (the early, coarse steps), twice as fast
         rough = self.rough is not None and forcing.min() >= ROUGH_MARGIN * np.sqrt(G.shape[0]) * FLOAT32_EPS
         running = np.linalg.norm(R, axis=0) > goal
-        P = R / self.scale
-        D = P.copy()
-        rho = np.einsum("ij,ij->j", R, P)
+        D = R.copy()
+        rho = np.einsum("ij,ij->j", R, R)
         # a direction of almost no curvature (a Huber fold whose rows all lie beyond the kink) can
         # overflow a step: such a column gets no step, and its fold is left to the caller's solve
         with np.errstate(over="ignore", invalid="ignore"):
@@ -106,11 +103,10 @@ class FoldBlock:
                 alpha = np.divide(rho, curvature, out=np.zeros_like(rho), where=running)
                 S += alpha * D
                 R -= alpha * HD
-                running &= np.linalg.norm(R, axis=0) > goal
-                P = R / self.scale
-                rho_new = np.einsum("ij,ij->j", R, P)
+                rho_new = np.einsum("ij,ij->j", R, R)
+                running &= np.sqrt(rho_new) > goal
                 beta = np.divide(rho_new, rho, out=np.zeros_like(rho), where=running)
-                D = P + beta * D
+                D = R + beta * D
                 rho = rho_new
         S[:, ~np.all(np.isfinite(S), axis=0)] = 0.0
         return S
@@ -187,14 +183,6 @@ class FoldBlock:
 
     def _penalized(self, V):
         return V[:-1] if self.fit_intercept else V
-
-    def _penalized_ones(self, strengths):
-        """a_j P as a (d̃, m) array of its diagonals."""
-        ones = np.ones((self.X.shape[1] + self.fit_intercept, strengths.size))
-        ones[:self.X.shape[1]] *= strengths
-        if self.fit_intercept:
-            ones[-1] = 0.0
-        return ones
 
 
 def single_precision(X):
