@@ -207,5 +207,13 @@ def test_dual_domain_sums_of_sparse_and_dense_rows_agree(seed, n, d, loss, densi
     loss = get_loss(loss)
     from_dense = dual_domain_terms(X, loss, y)
     from_sparse = dual_domain_terms(sp.csr_matrix(X), loss, y)
-    for key, value in from_dense.items():
-        np.testing.assert_allclose(from_sparse[key], value, rtol=1e-12, atol=1e-12, err_msg=key)
+    # the same rows with every entry stored twice, as halves of opposite signs where possible
+    once = sp.csr_matrix(X)
+    rows = np.repeat(np.arange(n), np.diff(once.indptr))
+    order = np.argsort(np.concatenate([rows, rows]), kind="stable")
+    halves = sp.csr_matrix((np.concatenate([2 * once.data, -once.data])[order],
+                            np.concatenate([once.indices, once.indices])[order], 2 * once.indptr), shape=X.shape)
+    assert halves.nnz == 2 * once.nnz  # stored twice, not summed
+    for sums in (from_sparse, dual_domain_terms(halves, loss, y)):
+        for key, value in from_dense.items():
+            np.testing.assert_allclose(sums[key], value, rtol=1e-12, atol=1e-12, err_msg=key)
