@@ -129,16 +129,15 @@ class FoldBlock:
         P, Q = self._penalized(self.Z), self._penalized(S)
         linear, quadratic = np.einsum("ij,ij->j", P, Q), np.einsum("ij,ij->j", Q, Q)
 
-        def slope_at(t, cols):  # φ'(t) of the columns ``cols`` (indices), t one length per column
+        def slope_at(t, cols):  # φ'(t) of the columns ``cols`` (indices or a slice), t one per column
             U, M = self.U[:, cols], moves[:, cols]
             derivatives = np.where(self.training[:, cols], self.loss.derivative(self.y[:, None], U + t * M), 0.0)
             return np.einsum("ij,ij->j", derivatives, M) + self.strengths[cols] * (linear[cols] + t * quadratic[cols])
         slope = np.einsum("ij,ij->j", G, S)
         descent = slope < 0
-        everything = np.arange(S.shape[1])
         with np.errstate(over="ignore", invalid="ignore"):
             t = np.where(descent, 1.0, 0.0)
-            f_upper = slope_at(t, everything)
+            f_upper = slope_at(t, slice(None))  # every column, as views: no copies
             searching = np.flatnonzero(descent & ~(f_upper <= 0))
             lower, upper = np.zeros_like(t), np.ones_like(t)
             f_lower, kept = slope.copy(), np.zeros(t.shape, dtype=int)  # kept: the end kept last (±1)

@@ -343,7 +343,7 @@ def _dual_domain_terms_block(X, loss, y):
     a_inf, c_inf = (~np.isfinite(a)).astype(float), (~np.isfinite(c)).astype(float)
     if sp.issparse(X):
         return _sparse_dual_domain_terms(X.tocsr(), a_fin, c_fin, a_inf, c_inf)
-    pos, neg = _positive_part(X), _negative_part(X)
+    pos, neg = np.maximum(X, 0.0), np.minimum(X, 0.0)
     is_pos, is_neg = (X > 0).astype(float), (X < 0).astype(float)
     return dict(
         lower=_tdot(pos, a_fin) + _tdot(neg, c_fin),
@@ -388,11 +388,3 @@ def dual_domain_from_terms(terms, n):
 
 def _tdot(M, v):
     return np.asarray(M.T @ v).ravel()
-
-
-def _positive_part(X):
-    return X.maximum(0) if sp.issparse(X) else np.maximum(X, 0.0)
-
-
-def _negative_part(X):
-    return X.minimum(0) if sp.issparse(X) else np.minimum(X, 0.0)
