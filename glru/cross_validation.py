@@ -175,10 +175,11 @@ class _Engine:
         self.full_tol = TOL_ROUNDING if need == "values" else TOL_EXACT
         n, d = X.shape
         l2 = penalty_for(n).kappa == 0
-        self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS else None
-        self.work_X = self.span.Z if self.span is not None else X
         # rows outside a fold's training set: its held-out rows, unless the splitter leaves some out
         self.dropped = [f.outside_training(n) for f in folds]
+        self.span = RowSpan(X) if l2 and n < d and n <= SPAN_MAX_ROWS and _span_pays_off(
+            X, fit_intercept, self.dropped) else None
+        self.work_X = self.span.Z if self.span is not None else X
         self.iterate_together = effective_n_jobs(parallel["n_jobs"]) == 1
         # folds with no Newton centre are iterated from the full fit by Newton–CG steps (with one job)
         self.newton_cg = l2 and self.span is None and self.iterate_together
@@ -876,36 +877,76 @@ VALUE_RTOL = 1e-9
 
 
 def _centres_pay_off(X, fit_intercept, dropped):
-    """Whether the Newton centres' linear algebra is estimated to cost less than a third
-    (``CENTRES_ADVANTAGE``) of iterating every fold by Newton–CG steps from the full fit instead,
-    in seconds on the 2-core machine (one BLAS thread): the full Hessian (a Gram matrix and a
-    d̃³/3 factorization, twice: at the rough and at the final full fit) and each fold's solver
-    (Woodbury, 2|V|d̃² + |V|³, or a factorization of its own), against ``NEWTON_CG_PASSES``
-    products with X per fold. The third stands for what the estimate leaves out: refreshed
-    factorizations and the folds a chord leaves to a solve. Only the time depends on it.
-    Measured 10-fold with the centres / without, and the ratio of the estimates: sparse 4000 ×
-    2000 (5 % dense) 5.7 / 1.1 s, 0.1; dense 2000 × 500 1.46 / 0.63 s, 2.0; madelon.t 0.29 /
-    0.24 s, 1.1; mushrooms 0.16 / 0.63 s, 4.7; a9a.t 0.14 / 2.9 s, 6.5; w8a 0.83 / 3.8 s, 7.7.
-    Leave-one-out always keeps them (n folds to iterate)."""
+    """Whether the Newton centres' linear algebra (:func:`_centres_seconds`) is estimated to cost
+    less than a third (``CENTRES_ADVANTAGE``) of iterating every fold by Newton–CG steps from the
+    full fit instead (:func:`_newton_cg_seconds`). The third stands for what the estimate leaves
+    out: refreshed factorizations and the folds a chord leaves to a solve. Only the time depends
+    on it. Measured 10-fold with the centres / without, and the ratio of the estimates: sparse
+    4000 × 2000 (5 % dense) 5.7 / 1.1 s, 0.1; dense 2000 × 500 1.46 / 0.63 s, 2.0; madelon.t
+    0.29 / 0.24 s, 1.1; mushrooms 0.16 / 0.63 s, 4.7; a9a.t 0.14 / 2.9 s, 6.5; w8a 0.83 / 3.8 s,
+    7.7. Leave-one-out always keeps them (n folds to iterate)."""
+    centres = _centres_seconds(_gram_seconds(X), X.shape[1] + fit_intercept, dropped)
+    return CENTRES_ADVANTAGE * centres <= _newton_cg_seconds(X, dropped)
+
+
+def _span_pays_off(X, fit_intercept, dropped):
+    """Whether row-space coordinates (:class:`glru.span.RowSpan`, for n < d) are estimated to cost
+    less than working on X itself: XXᵀ, its eigendecomposition and the Newton centres on the
+    dense n × n Z, against the cheaper of the Newton centres on X (up to ``NEWTON_MAX_DIM``) and
+    Newton–CG steps on X, the centres weighted by ``CENTRES_ADVANTAGE`` on both sides. Z has n²
+    values where X has nnz(X): on sparse X the span can make every product dearer. Measured
+    with the span / without, scikit-learn for scale: 10-fold on Gaussian 2000 × 5000 at 2 %
+    7.5 / 0.28 s (0.12 s), binary 3000 × 20000 at 0.2 % 36 / 1.7 s (4.6 s); leave-one-out on
+    Gaussian 500 × 5000 at 2 % 1.6 / 4.1 s (5.0 s)."""
     n, d = X.shape
-    dim = d + fit_intercept
     if sp.issparse(X):
-        gram = SPARSE_GRAM_SECONDS * float(np.diff(X.indptr).astype(float) @ np.diff(X.indptr))
-        product = SPARSE_PRODUCT_SECONDS * X.nnz
+        column_counts = np.bincount(X.indices, minlength=d).astype(float)
+        row_gram = SPARSE_GRAM_SECONDS * float(column_counts @ column_counts)
     else:
-        gram, product = DENSE_SECONDS * n * d * d / 2, DENSE_SECONDS * n * d
-    centres = 2 * (gram + DENSE_SECONDS * dim ** 3 / 3)
+        row_gram = DENSE_SECONDS * n * n * d / 2
+    span = row_gram + EIGH_SECONDS * n ** 3 \
+        + CENTRES_ADVANTAGE * _centres_seconds(DENSE_SECONDS * n ** 3 / 2, n + fit_intercept, dropped)
+    on_X = _newton_cg_seconds(X, dropped)
+    if d + fit_intercept <= NEWTON_MAX_DIM:
+        on_X = min(on_X, CENTRES_ADVANTAGE * _centres_seconds(_gram_seconds(X), d + fit_intercept, dropped))
+    return span <= on_X
+
+
+def _gram_seconds(X):
+    """A weighted Gram matrix X̃ᵀDX̃ (:func:`glru.newton_centres.weighted_gram`)."""
+    n, d = X.shape
+    if sp.issparse(X):
+        row_counts = np.diff(X.indptr).astype(float)
+        return SPARSE_GRAM_SECONDS * float(row_counts @ row_counts)
+    return DENSE_SECONDS * n * d * d / 2
+
+
+def _centres_seconds(gram, dim, dropped):
+    """The Newton centres' linear algebra in seconds on the 2-core machine (one BLAS thread): the
+    full Hessian (its Gram matrix, ``gram`` seconds, and a d̃³/3 factorization, twice: at the rough
+    and at the final full fit) and each fold's solver (Woodbury, 2|V|d̃² + |V|³, or a
+    factorization of its own)."""
+    seconds = 2 * (gram + DENSE_SECONDS * dim ** 3 / 3)
     for rows in dropped:
         m = rows.size
-        centres += DENSE_SECONDS * (dim ** 3 / 3 if 4 * m >= dim else 2 * m * dim * dim + m ** 3)
-    return CENTRES_ADVANTAGE * centres <= len(dropped) * NEWTON_CG_PASSES * 2 * product
+        seconds += DENSE_SECONDS * (dim ** 3 / 3 if 4 * m >= dim else 2 * m * dim * dim + m ** 3)
+    return seconds
 
 
-# constants of :func:`_centres_pay_off`, measured on the 2-core machine: a multiply-add of BLAS on one
-# thread, a term nnz_i² of a sparse Gram matrix (:func:`glru.newton_centres.weighted_gram`), a stored
+def _newton_cg_seconds(X, dropped):
+    """Iterating every fold by Newton–CG steps: ``NEWTON_CG_PASSES`` pairs of products with X."""
+    n, d = X.shape
+    product = SPARSE_PRODUCT_SECONDS * X.nnz if sp.issparse(X) else DENSE_SECONDS * n * d
+    return len(dropped) * NEWTON_CG_PASSES * 2 * product
+
+
+# constants of the cost estimates above, measured on the 2-core machine: a multiply-add of BLAS on one
+# thread, an n × n eigendecomposition per n³ (1.7e-10 at n = 2000 on two threads, more below),
+# a term nnz_i² of a sparse Gram matrix (:func:`glru.newton_centres.weighted_gram`), a stored
 # value in a product of CSR X with a block of vectors; and the products with X a fold's Newton–CG
 # steps take (madelon: ~100)
 DENSE_SECONDS = 1.3e-10
+EIGH_SECONDS = 2.5e-10
 SPARSE_GRAM_SECONDS = 5e-9
 SPARSE_PRODUCT_SECONDS = 5e-10
 NEWTON_CG_PASSES = 100

@@ -316,6 +316,33 @@ def test_folds_without_newton_centres_iterate_from_the_full_fit(monkeypatch, est
                                exact_scores(estimator, X, y, cv, "roc_auc"), rtol=1e-9)
 
 
+@pytest.mark.parametrize("estimator", [LogisticRegression(C=1.0), LogisticRegression(C=0.3, fit_intercept=False),
+                                       LinearSVC(C=0.5)], ids=repr)
+@pytest.mark.parametrize("cv", [LeaveOneOut(), StratifiedKFold(5, shuffle=True, random_state=2)], ids=["loo", "kfold"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_fewer_rows_than_features_on_X_itself(monkeypatch, estimator, cv, sparse):
+    """With n < d, where row-space coordinates are estimated to cost more than X's own
+    (``_span_pays_off``), the folds are certified and iterated on X: exact scores and values."""
+    monkeypatch.setattr(glru_cv, "_span_pays_off", lambda *args: False)
+    X, y = random_problem(4, 36, 70, "logistic", sparse=sparse)
+    y = labels01(y)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+    mean_value = make_scorer(lambda truth, values: float(np.mean(values)), response_method="decision_function")
+    np.testing.assert_allclose(cross_val_score(estimator, X, y, cv=cv, scoring=mean_value),
+                               exact_scores(estimator, X, y, cv, mean_value), rtol=1e-9, atol=1e-12)
+
+
+def test_row_space_only_where_it_pays_off():
+    """Row-space coordinates turn X into a dense n × n matrix: kept for leave-one-out on dense
+    X with n ≪ d (arcene's shape), not for 10-fold on sparse X whose nnz is far below n²
+    (there 10-fold took 7.5 s with them and 0.28 s without)."""
+    rng = np.random.default_rng(0)
+    dense = rng.standard_normal((200, 10000))
+    assert glru_cv._span_pays_off(dense, True, [np.array([i]) for i in range(200)])
+    sparse = sp.random(2000, 5000, density=0.02, random_state=0, format="csr")
+    assert not glru_cv._span_pays_off(sparse, True, np.array_split(np.arange(2000), 10))
+
+
 def test_dask_backend_distributes_the_fold_solves():
     distributed = pytest.importorskip("distributed")
     import joblib
