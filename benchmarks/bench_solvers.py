@@ -12,7 +12,7 @@ What is measured, for every dataset, loss, lam and with/without an unpenalized i
     min_{w,b} (1/n) sum_i loss(y_i, x_i.w + b) + lam/2 ||w||^2
 
 * cold solves: ``glru.fit(solver="newton")`` and ``glru.fit(solver="liblinear")`` to a relative
-  duality gap of 1e-6; scikit-learn with the same objective (C = 1/(n lam)): LogisticRegression
+  duality gap of 1e-6, and for squared_hinge without intercept ``glru.fit(solver="liblinear-dual")``; scikit-learn with the same objective (C = 1/(n lam)): LogisticRegression
   (l2, solvers "lbfgs" and "newton-cg", tol=1e-8; their intercept is unpenalized, which matches)
   and, for squared_hinge without intercept only, LinearSVC(loss="squared_hinge", dual=False,
   tol=1e-8) (LinearSVC penalizes its intercept, so it is not run with one); raw liblinear-official
@@ -180,6 +180,7 @@ def cold_methods(X, y, loss, lam, fit_intercept):
         methods["sklearn lbfgs"] = lambda: sklearn_logistic(X, y, C, fit_intercept, "lbfgs")
         methods["sklearn newton-cg"] = lambda: sklearn_logistic(X, y, C, fit_intercept, "newton-cg")
     elif not fit_intercept:
+        methods["glru liblinear-dual"] = lambda: glru.fit(X, y, loss=loss, lam=lam, tol=TOL, solver="liblinear-dual")
         methods["sklearn LinearSVC"] = lambda: sklearn_linearsvc(X, y, C)
     methods["raw LIBLINEAR"] = lambda: raw_liblinear(X, y_pm, loss, C, fit_intercept)
     return methods
@@ -246,7 +247,7 @@ def _score(timings, problem):
 
 
 # --------------------------------------------------------------------------- reporting
-COLD_COLS = ("glru newton", "glru liblinear", "sklearn lbfgs", "sklearn newton-cg", "sklearn LinearSVC", "raw LIBLINEAR")
+COLD_COLS = ("glru newton", "glru liblinear", "glru liblinear-dual", "sklearn lbfgs", "sklearn newton-cg", "sklearn LinearSVC", "raw LIBLINEAR")
 WARM_COLS = ("refit() (auto)", "warm newton", "warm liblinear", "cold newton", "cold liblinear")
 
 

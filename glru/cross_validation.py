@@ -49,7 +49,7 @@ from .fold_steps import FoldBlock, single_precision
 from .held_out import HeldOutOutcome
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
-from .solver import polish, solve, solve_held_out, subsampled_newton
+from .solver import dual_solves, polish, solve, solve_held_out, subsampled_newton
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -181,10 +181,19 @@ class _Engine:
             X, fit_intercept, self.dropped) else None
         self.work_X = self.span.Z if self.span is not None else X
         self.iterate_together = effective_n_jobs(parallel["n_jobs"]) == 1
-        # folds with no Newton centre are iterated from the full fit by Newton–CG steps (with one job)
-        self.newton_cg = l2 and self.span is None and self.iterate_together
+        # folds with no Newton centre are iterated from the full fit by Newton–CG steps (with one
+        # job), or, for the squared hinge, each solved by dual coordinate descent (its primal
+        # Newton steps zigzag where the rows that hold the optimum change from step to step)
+        dual = l2 and dual_solves(loss, fit_intercept)
+        self.newton_cg = l2 and self.span is None and self.iterate_together and not dual
         self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM and (
-            not self.newton_cg or _centres_pay_off(self.work_X, fit_intercept, self.dropped))
+            not (self.newton_cg or (dual and self.span is None))
+            or _centres_pay_off(self.work_X, fit_intercept, self.dropped))
+        # LIBLINEAR's dual coordinate descent takes no start: for the cold full fit, and for folds
+        # that start from the full fit (no Newton centres), no closer to them for it than 0 is;
+        # the points it stops at are certified (or polished), so its random row order is harmless
+        self.cold_method = "liblinear-dual" if dual else "auto"
+        self.fold_method = "auto" if self.newton else self.cold_method
         # folds factored directly (coordinates of X, small d̃, folds large enough: K-fold; leave-one-
         # out uses Woodbury), and of those the ones certified by :mod:`glru.curvature`: losses with
         # |ℓ‴| ≤ νℓ″ (the others, piecewise quadratic, take semismooth Newton steps)
@@ -281,7 +290,7 @@ class _Engine:
         problem = Problem(self.work_X, self.y, self.loss, penalty, self.fit_intercept)
         start = self._start()
         if not self.newton:
-            full = solve(problem, *start, tol=self.full_tol)
+            full = solve(problem, *start, tol=self.full_tol, method=self._method_from(start))
             return full.coef, full.intercept
         # where the curvature is piecewise constant the Hessian follows the rows that cross a kink:
         # exact (semismooth) Newton steps, at the cost of those rows' Gram matrices, damped until
@@ -294,7 +303,7 @@ class _Engine:
             coef, intercept = start
             coef = np.zeros(self.work_X.shape[1]) if coef is None else coef
         else:
-            rough = solve(problem, *start, tol=HUB_TOL)
+            rough = solve(problem, *start, tol=HUB_TOL, method=self._method_from(start))
             coef, intercept = rough.coef, rough.intercept
         blocks = self.dropped if self.curved else None
         chord = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept, n * penalty.lam,
@@ -325,6 +334,9 @@ class _Engine:
             self.steps = NewtonCentres(self.work_X, self.y, self.loss, self.fit_intercept, coef, intercept,
                                        n * penalty.lam)
         return coef, intercept
+
+    def _method_from(self, start):
+        return self.cold_method if start[0] is None else "auto"
 
     def _start(self):
         """``init`` in the working coordinates (cold if None). In row-space coordinates the
@@ -628,7 +640,7 @@ class _Engine:
         tasks = (delayed(solve_held_out)(
             data[train], self.y[train], self.loss,
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, coef, intercept,
-            data[self.folds[k].test] if stop_early else None, TOL_ROUNDING)
+            data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method)
             for k, train, (coef, intercept) in zip(indices, trains, centres))
         return Parallel(**self.parallel)(tasks)
 
