@@ -6,6 +6,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --quick     # arcene λ = 2^0 only, a9a.t
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --quick --kfold-only   # a9a.t only
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --kfold-only           # a9a.t, its neighbours, others
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --shapes               # synthetic shapes only (~5 min)
 
 K-fold rows report the median of ``--repeats`` interleaved runs of each computation.
 
@@ -102,11 +103,13 @@ def exact_sklearn(estimator, X, y, cv, exact_scores, t_glru, repeats):
 
 
 def synthetic():
-    """(name, X, y) of seeded synthetic shapes between madelon.t (n ≈ d) and a9a.t (n ≫ d): labels
-    from a noisy linear model, dense n = 4d and sparse (5 % of values stored) n = 2d."""
+    """(name, X, y) of seeded synthetic shapes around madelon.t (n ≈ d) and a9a.t (n ≫ d): labels
+    from a noisy linear model, dense n = 4d, sparse (5 % of values stored) n = 2d, and sparse
+    (2 %) with fewer rows than features, n = 0.4d."""
     rng = np.random.default_rng(0)
     for name, n, d, density in (("synthetic dense 2000 × 500", 2000, 500, 1.0),
-                                ("synthetic sparse 4000 × 2000 (5 %)", 4000, 2000, 0.05)):
+                                ("synthetic sparse 4000 × 2000 (5 %)", 4000, 2000, 0.05),
+                                ("synthetic sparse 2000 × 5000 (2 %)", 2000, 5000, 0.02)):
         X = rng.standard_normal((n, d))
         if density < 1:
             X[rng.random((n, d)) > density] = 0.0
@@ -115,11 +118,31 @@ def synthetic():
         yield name, X, y
 
 
+def shapes():
+    """(name, X, y) of seeded sparse shapes that no shared data set has: Gaussian values, or binary
+    features with Zipf-like frequencies (text-like), more rows than features and fewer; labels
+    from a noisy linear model."""
+    rng = np.random.default_rng(1)
+    for kind, n, d, density in (("Gaussian", 10000, 1000, 0.02), ("binary", 5000, 3000, 0.01),
+                                ("binary", 20000, 500, 0.05), ("binary", 3000, 20000, 0.002),
+                                ("Gaussian", 1000, 20000, 0.005)):
+        if kind == "Gaussian":
+            X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+        else:
+            frequency = np.minimum(0.5, 3 * density * d / np.arange(1, d + 1) / np.sum(1.0 / np.arange(1, d + 1)))
+            X = sp.hstack([sp.csr_matrix((rng.random((n, part.size)) < part).astype(float))
+                           for part in np.array_split(frequency, -(-d // 1000))], format="csr")
+        w = rng.standard_normal(d) * 3 / np.sqrt(max(1.0, density * d))
+        y = np.where(X @ w + 0.5 * rng.standard_normal(n) + 0.3 > 0, 1, -1)
+        yield f"{kind} {n} × {d} ({100 * density:g} %)", X, y
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--kfold-only", action="store_true", help="only the K-fold rows (a9a.t; the others unless --quick)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each K-fold computation (medians reported)")
+    parser.add_argument("--shapes", action="store_true", help="only the synthetic shapes of shapes()")
     args = parser.parse_args(argv)
     print(f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
           f"{platform.processor() or platform.machine()}")
@@ -127,6 +150,14 @@ def main(argv=None):
           "LIBLINEAR -v s | vs sklearn | vs LIBLINEAR | peak memory glru / sklearn | sklearn tol for exact scores | "
           "its s, vs it |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if args.shapes:
+        for name, X, y in shapes():
+            for estimator in (LogisticRegression(C=1.0), LogisticRegression(C=1.0, fit_intercept=False),
+                              LinearSVC(C=1.0)):
+                model = "LinearSVC" if isinstance(estimator, LinearSVC) else "LogisticRegression"
+                run(f"{name} 10-fold, {model}", X, y, estimator, StratifiedKFold(10), 10, memory=False,
+                    repeats=args.repeats)
+        return
     X, y = load_arcene(DATA)
     n = X.shape[0]
     exponents = () if args.kfold_only else (0,) if args.quick else (0, -5, -10)
@@ -157,13 +188,17 @@ def main(argv=None):
         for fit_intercept in (True, False):
             run("madelon.t 10-fold", X, y, LogisticRegression(C=1.0, fit_intercept=fit_intercept),
                 StratifiedKFold(10), 10, memory=fit_intercept, repeats=args.repeats)
-        for name, X, y in synthetic():
+        synthetic_sets = list(synthetic())
+        for name, X, y in synthetic_sets:
             run(f"{name} 10-fold", X, y, LogisticRegression(C=1.0), StratifiedKFold(10), 10, memory=True,
                 repeats=args.repeats)
         for data in ("a9a.t.gz", "mushrooms.gz", "w8a.gz"):
             X, y = load_svmlight_file(str(DATA / data))
             run(f"{data[:-3]} 10-fold, LinearSVC", X.tocsr(), y, LinearSVC(C=1.0), StratifiedKFold(10), 10,
                 memory=False, repeats=args.repeats)
+        for name, X, y in synthetic_sets:
+            run(f"{name} 10-fold, LinearSVC", X, y, LinearSVC(C=1.0), StratifiedKFold(10), 10, memory=False,
+                repeats=args.repeats)
 
 
 if __name__ == "__main__":

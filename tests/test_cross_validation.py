@@ -303,12 +303,15 @@ def test_folds_far_from_the_full_fit_take_newton_cg_steps_together(monkeypatch, 
 @pytest.mark.parametrize("estimator", [LogisticRegression(C=1.0), LogisticRegression(C=0.3, fit_intercept=False),
                                        LinearSVC(C=0.5)], ids=repr)
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_folds_without_newton_centres_iterate_from_the_full_fit(monkeypatch, estimator, sparse):
+@pytest.mark.parametrize("shape", [(80, 30), (200, 12)], ids=["few rows per feature", "many"])
+def test_folds_without_newton_centres_iterate_from_the_full_fit(monkeypatch, estimator, sparse, shape):
     """Where the Newton centres are estimated to cost more than iterating the folds
     (``_centres_pay_off``, e.g. Woodbury updates of 400 rows in 2,001 dimensions), every fold
-    takes Newton–CG steps from the full fit: exact scores, labels and values."""
+    takes Newton–CG steps from the full fit, or, for LinearSVC with at most
+    ``DUAL_MAX_ROWS_PER_FEATURE`` rows per feature, is solved by dual coordinate descent:
+    exact scores, labels and values."""
     monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
-    X, y = random_problem(9, 80, 30, "logistic", sparse=sparse)
+    X, y = random_problem(9, *shape, "logistic", sparse=sparse)
     y = labels01(y)
     cv = StratifiedKFold(5, shuffle=True, random_state=3)
     np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
