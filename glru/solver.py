@@ -267,7 +267,7 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     by Newton from its best point if its last tolerance (or its own iteration limit) leaves the
     gap open."""
     monitor = _GapMonitor(problem, tol, stop_when)
-    if coef.any() and monitor.check(coef, 0.0):  # (0 is a cold start: nothing to check)
+    if monitor.check(coef, 0.0):
         return monitor.result("liblinear-dual", 0)
     options = f"-s 1 -c {_liblinear_C(problem, 1)!r} -q"
     ll_problem = _liblinear_problem(problem)

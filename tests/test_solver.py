@@ -37,6 +37,14 @@ def test_squared_hinge_matches_linear_svc(solver, shape, sparse):
     assert ours.solver_.startswith(solver) and ours.relative_gap() <= 1e-10
 
 
+@pytest.mark.parametrize("solver", ["newton", "liblinear", "liblinear-dual"])
+def test_no_iteration_budget_warns_instead_of_failing(solver):
+    X, y = random_problem(16, 50, 5, "squared_hinge")
+    with pytest.warns(ConvergenceWarning):
+        fit = glru.fit(X, y, loss="squared_hinge", lam=0.1, max_iter=0, solver=solver)
+    assert not fit.converged_
+
+
 def test_dual_coordinate_descent_rejects_what_it_cannot_solve():
     X, y = random_problem(15, 50, 4, "squared_hinge")
     with pytest.raises(ValueError, match="liblinear-dual"):
