@@ -896,22 +896,32 @@ VALUE_RTOL = 1e-9
 
 def _centres_pay_off(X, fit_intercept, dropped):
     """Whether the Newton centres' linear algebra (:func:`_centres_seconds`) is estimated to cost
-    less than a third (``CENTRES_ADVANTAGE``) of iterating every fold by Newton–CG steps from the
-    full fit instead (:func:`_newton_cg_seconds`). The third stands for what the estimate leaves
-    out: refreshed factorizations and the folds a chord leaves to a solve. Only the time depends
-    on it. Measured 10-fold with the centres / without, and the ratio of the estimates: sparse
-    4000 × 2000 (5 % dense) 5.7 / 1.1 s, 0.1; dense 2000 × 500 1.46 / 0.63 s, 2.0; madelon.t
-    0.29 / 0.24 s, 1.1; mushrooms 0.16 / 0.63 s, 4.7; a9a.t 0.14 / 2.9 s, 6.5; w8a 0.83 / 3.8 s,
-    7.7. Leave-one-out always keeps them (n folds to iterate)."""
-    centres = _centres_seconds(_gram_seconds(X), X.shape[1] + fit_intercept, dropped)
-    return CENTRES_ADVANTAGE * centres <= _newton_cg_seconds(X, dropped)
+    less than a share (:func:`_centres_advantage`) of iterating every fold by Newton–CG steps from
+    the full fit instead (:func:`_newton_cg_seconds`). Only the time depends on it. Measured
+    10-fold with the centres / without, and the ratio of the estimates: sparse 4000 × 2000 (5 %
+    dense) 5.7 / 1.1 s, 0.1; dense 2000 × 500 1.46 / 0.63 s, 2.0; madelon.t 0.29 / 0.24 s, 1.1;
+    mushrooms 0.16 / 0.63 s, 4.7; a9a.t 0.14 / 2.9 s, 6.5; w8a 0.83 / 3.8 s, 7.7; binary
+    20000 × 500 (5 %) 1.04 / 1.95 s, 2.0; Gaussian 20000 × 500 (5 %) 0.91 / 1.3 s, 2.6; binary
+    10000 × 500 (5 %) 0.76 / 1.04 s, 1.7; binary 20000 × 1000 (2 %) 2.9 / 3.0 s, 0.95. Leave-one-out
+    always keeps them (n folds to iterate)."""
+    dim = X.shape[1] + fit_intercept
+    centres = _centres_seconds(_gram_seconds(X), dim, dropped)
+    return _centres_advantage(X.shape[0], dim) * centres <= _newton_cg_seconds(X, dropped)
+
+
+def _centres_advantage(n, dim):
+    """How many times cheaper than the Newton–CG steps the centres' estimate must be: it leaves
+    out the refreshed factorizations and the folds a chord leaves to a solve, which abound where
+    a fold's Hessian moves far from the full fit's, with few rows per coordinate (dense
+    2000 × 500: the centres took 1.15 s where 0.13 s were estimated, and 0.28 s without them)."""
+    return CENTRES_ADVANTAGE if n < CHORD_ROWS_PER_DIM * dim else CENTRES_ADVANTAGE / 2
 
 
 def _span_pays_off(X, fit_intercept, dropped):
     """Whether row-space coordinates (:class:`glru.span.RowSpan`, for n < d) are estimated to cost
     less than working on X itself: XXᵀ, its eigendecomposition and the Newton centres on the
     dense n × n Z, against the cheaper of the Newton centres on X (up to ``NEWTON_MAX_DIM``) and
-    Newton–CG steps on X, the centres weighted by ``CENTRES_ADVANTAGE`` on both sides. Z has n²
+    Newton–CG steps on X, the centres weighted by :func:`_centres_advantage` on both sides. Z has n²
     values where X has nnz(X): on sparse X the span can make every product dearer. Measured
     with the span / without, scikit-learn for scale: 10-fold on Gaussian 2000 × 5000 at 2 %
     7.5 / 0.28 s (0.12 s), binary 3000 × 20000 at 0.2 % 36 / 1.7 s (4.6 s); leave-one-out on
@@ -923,10 +933,12 @@ def _span_pays_off(X, fit_intercept, dropped):
     else:
         row_gram = DENSE_SECONDS * n * n * d / 2
     span = row_gram + EIGH_SECONDS * n ** 3 \
-        + CENTRES_ADVANTAGE * _centres_seconds(DENSE_SECONDS * n ** 3 / 2, n + fit_intercept, dropped)
+        + _centres_advantage(n, n + fit_intercept) * _centres_seconds(DENSE_SECONDS * n ** 3 / 2, n + fit_intercept,
+                                                                      dropped)
     on_X = _newton_cg_seconds(X, dropped)
     if d + fit_intercept <= NEWTON_MAX_DIM:
-        on_X = min(on_X, CENTRES_ADVANTAGE * _centres_seconds(_gram_seconds(X), d + fit_intercept, dropped))
+        on_X = min(on_X, _centres_advantage(n, d + fit_intercept)
+                   * _centres_seconds(_gram_seconds(X), d + fit_intercept, dropped))
     return span <= on_X
 
 
@@ -969,6 +981,7 @@ SPARSE_GRAM_SECONDS = 5e-9
 SPARSE_PRODUCT_SECONDS = 5e-10
 NEWTON_CG_PASSES = 100
 CENTRES_ADVANTAGE = 3.0
+CHORD_ROWS_PER_DIM = 8  # from here on, the centres' estimate is trusted twice as much
 
 
 _STALE = object()  # stands for a fold's FoldCurvature until it is built
