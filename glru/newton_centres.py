@@ -25,10 +25,10 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-try:  # SciPy's own SpGEMM kernel, private: the public product stands in if it ever moves
-    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
+try:  # SciPy's own SpGEMM and scatter kernels, private: the public product stands in if they ever move
+    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat, csr_todense as _csr_todense
 except ImportError:
-    _csr_matmat = None
+    _csr_matmat = _csr_todense = None
 
 BLOCK_GRAMS_FLOATS = 1 << 20  # the folds' Gram matrices are kept up to 8 MiB
 
@@ -257,7 +257,8 @@ def weighted_gram(X, weights, fit_intercept, rows=None):
     BLAS syrk d²/2 at ~0.1 ns; measured on one core, the two broke even near nnz_i² = d²/80
     (a9a.t, 14 of 122 features a row: equally fast; mushrooms, 21 of 112: 2× faster dense; w8a's
     rows of 40 to 114 of 300 features, most of those its refreshes touch: 1.4× faster dense), and
-    ratios from 35 to 100 measured alike once the symbolic pass was gone."""
+    ratios from 35 to 100 measured alike once the symbolic pass was gone. Besides the result, one
+    d × d buffer while it is formed."""
     d = X.shape[1]
     gram = np.zeros((d + fit_intercept,) * 2)
     dense = True  # every row, for a dense X
@@ -281,7 +282,9 @@ DENSE_ROW_RATIO = 60.0  # a little on the sparse side of where the two break eve
 def _add_gram(gram, X, weights, fit_intercept, rows, dense):
     """gram += X̃_Rᵀ diag(weights) X̃_R, the rows as dense or as sparse matrices, a chunk at a time."""
     d = X.shape[1]
-    upper = np.zeros((d, d)) if dense else None  # BLAS syrk fills the upper triangle only
+    # BLAS syrk fills the upper triangle only; the sparse products are scattered into a contiguous
+    # buffer (SciPy's kernel for it takes no strides; gram[:d, :d] has them with an intercept)
+    out = np.zeros((d, d))
     count = X.shape[0] if rows is None else len(rows)
     per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) and not dense else d
     # sparse products pay a fixed cost per call (index conversions), but their temporaries (the
@@ -294,30 +297,32 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense):
         w = weights[chunk]
         if dense:
             part = part.toarray() if sp.issparse(part) else part
-            _add_symmetric_product(upper, part, w)
+            _add_symmetric_product(out, part, w)
             column = w @ part
         else:
             # the stored values scaled in a copy (multiply() would go through COO)
             weighted = part.copy()
             weighted.data *= np.repeat(w, np.diff(part.indptr))
-            _add_transpose_product(gram[:d, :d], part, weighted)
+            _add_transpose_product(out, part, weighted)
             column = np.asarray(weighted.sum(axis=0)).ravel()
         if fit_intercept:
             gram[:d, d] += column
             gram[d, :d] += column
             gram[d, d] += w.sum()
+    gram[:d, :d] += out
     if dense:
-        gram[:d, :d] += upper
-        gram[:d, :d] += np.triu(upper, 1).T
+        gram[:d, :d] += np.triu(out, 1).T
 
 
 def _add_transpose_product(out, A, B):
-    """out += AᵀB for CSR matrices A and B with as many rows. SciPy's SpGEMM kernel
-    (``csr_matmat``) runs on Aᵀ's CSR arrays into buffers sized by a bound on the product's
-    stored entries, min(d_A·d_B, Σ_i nnz(A_i)·nnz(B_i)), instead of SciPy's symbolic pass
-    (``csr_matmat_maxnnz``) that counts them exactly: a third of a sparse Gram matrix's time
-    (w8a, a9a.t), and the product goes straight into ``out`` without a sparse result. SciPy's
-    public product where the private kernel is missing or refuses the arrays."""
+    """out += AᵀB for CSR matrices A and B with as many rows, ``out`` C-contiguous. SciPy's SpGEMM
+    kernel (``csr_matmat``) runs on Aᵀ's CSR arrays into buffers sized by a bound on the
+    product's stored entries, min(d_A·d_B, Σ_i nnz(A_i)·nnz(B_i)), instead of SciPy's symbolic
+    pass (``csr_matmat_maxnnz``) that counts them exactly: a third of a sparse Gram matrix's time
+    (w8a, a9a.t); its kernel ``csr_todense`` then adds the product into ``out`` without a sparse
+    result (indexing out by NumPy took as long as the product on binary 20000 × 500, whose
+    Gram matrix is dense: 0.27 → 0.17 s). SciPy's public product where the private kernels are
+    missing or refuse the arrays."""
     transposed = A.T.tocsr()
     index_types = {a.dtype for a in (transposed.indptr, transposed.indices, B.indptr, B.indices)}
     if _csr_matmat is not None and len(index_types) == 1:  # the kernel takes one index type
@@ -328,11 +333,10 @@ def _add_transpose_product(out, A, B):
         try:
             _csr_matmat(out.shape[0], out.shape[1], transposed.indptr, transposed.indices, transposed.data,
                         B.indptr, B.indices, B.data, indptr, indices, data)
+            _csr_todense(out.shape[0], out.shape[1], indptr, indices, data, out)
         except (TypeError, ValueError):
             pass
         else:
-            stored = indptr[-1]  # one entry per (row, column): no repeated index in the scatter
-            out[np.repeat(np.arange(out.shape[0]), np.diff(indptr)), indices[:stored]] += data[:stored]
             return
     out += (transposed @ B).toarray()
 
