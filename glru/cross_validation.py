@@ -643,10 +643,12 @@ class _Engine:
         needed) each stops once its held-out signs are certified (Remark 3)."""
         stop_early = stop_early and self.need == "labels"
         trains = (self.folds[k].train for k in indices)
+        full = self.checker.full if data is self.X else Problem(data, self.y, self.loss, None, self.fit_intercept)
         tasks = (delayed(solve_held_out)(
             data[train], self.y[train], self.loss,
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, coef, intercept,
-            data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method)
+            data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
+            _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size))
             for k, train, (coef, intercept) in zip(indices, trains, centres))
         return Parallel(**self.parallel)(tasks)
 
@@ -987,6 +989,14 @@ CHORD_ROWS_PER_DIM = 8  # from here on, the centres' estimate is trusted twice a
 _STALE = object()  # stands for a fold's FoldCurvature until it is built
 
 
+def _column_summaries(full, X, y, loss, dropped, n_train):
+    """(‖X_{:j}‖², dual-domain box) of X's columns without the rows ``dropped``, from ``full``'s
+    sums (a :class:`Problem` on X, built once) less theirs."""
+    held_out = X[dropped]  # sparse stays sparse: a K-fold's tenth of w8a is 12 MiB dense
+    return full.column_summaries_after(col_norms_sq(held_out), dual_domain_terms(held_out, loss, y[dropped]), -1,
+                                       n_train)
+
+
 def _open_outcome(size):
     """Bounds that decide nothing, for a fold to be iterated."""
     infinite = np.full(size, np.inf)
@@ -1076,9 +1086,7 @@ class _FoldChecker:
 
         def column_summaries():
             if not columns:
-                held_out = self.X[fold.test]  # sparse stays sparse: a K-fold's tenth of w8a is 12 MiB dense
-                columns.extend(self.full.column_summaries_after(
-                    col_norms_sq(held_out), dual_domain_terms(held_out, self.loss, self.y[fold.test]), -1, T.size))
+                columns.extend(_column_summaries(self.full, self.X, self.y, self.loss, fold.test, T.size))
             return columns
         intercept_data = None
         if self.fit_intercept:
