@@ -346,6 +346,29 @@ def test_row_space_only_where_it_pays_off():
     assert not glru_cv._span_pays_off(sparse, True, np.array_split(np.arange(2000), 10))
 
 
+@given(seed=st.integers(0, 10_000), sparse=st.booleans(), loss=st.sampled_from(["logistic", "squared_hinge"]))
+def test_property_fold_column_sums_bound_the_training_rows_own(seed, sparse, loss):
+    """The column sums a fold solve is given (the full data's less the dropped rows') bound the
+    ones its training rows would give: ‖X_T{:j}‖² from above, and a dual-domain box around
+    the training rows' own (the box of Dual-SCB stays sound)."""
+    from glru.losses import get_loss
+    from glru.problem import Problem
+
+    rng = np.random.default_rng(seed)
+    X, y = random_problem(seed, 30, 8, "logistic", sparse=sparse)
+    X = (X.toarray() if sparse else X) * 10.0 ** rng.integers(-3, 4, size=8)  # columns of very different scales
+    X = sp.csr_matrix(X) if sparse else X
+    y = np.where(y > 0, 1.0, -1.0)
+    dropped = np.sort(rng.choice(30, size=rng.integers(1, 10), replace=False))
+    train = np.setdiff1d(np.arange(30), dropped)
+    full = Problem(X, y, get_loss(loss), None, False)
+    col_sq, (lower, upper) = glru_cv._column_summaries(full, X, y, get_loss(loss), dropped, train.size)
+    own = Problem(X[train], y[train], get_loss(loss), None, False)
+    assert np.all(col_sq >= own.col_norms_sq)
+    own_lower, own_upper = own.dual_domain
+    assert np.all(lower <= own_lower) and np.all(upper >= own_upper)
+
+
 def test_centres_trusted_more_with_many_rows_per_coordinate():
     """Two 10-fold shapes whose Newton–CG steps are estimated at twice the centres' cost: with 40
     rows per feature the centres pay off (binary 20000 × 500: 1.04 s with them, 1.95 s without),
