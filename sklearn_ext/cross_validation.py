@@ -35,8 +35,15 @@ __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
 def split_folds(cv, X, y=None, groups=None):
     """The splits of a checked ``cv`` as :class:`glru.cross_validation.Fold` objects, which unpack
-    as (train, test) pairs and keep only the held-out rows of K-fold and leave-one-out splits."""
-    return [Fold.from_split(train, test, X.shape[0]) for train, test in cv.split(X, y, groups)]
+    as (train, test) pairs and keep only the held-out rows of K-fold and leave-one-out splits.
+    :class:`Unsupported` if a split's training indices repeat a row (a bootstrap): scikit-learn
+    fits each repeat as one more row, a weighted problem that glru's folds, sets of rows, are not."""
+    folds = []
+    for k, (train, test) in enumerate(cv.split(X, y, groups)):
+        if np.unique(train).size < len(train):
+            raise Unsupported(f"the training indices of split {k} repeat rows (each repeat would weigh as one more row)")
+        folds.append(Fold.from_split(train, test, X.shape[0]))
+    return folds
 
 
 def trainable_folds(y, splits):
@@ -120,7 +127,10 @@ class GLRUCrossValidator(BaseEstimator):
             return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit)
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
                          y_numeric=is_ridge(final))
-        splits = split_folds(cv, X, y, groups)
+        try:
+            splits = split_folds(cv, X, y, groups)
+        except Unsupported as reason:
+            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit)
         if is_ridge(final):
             return self._fit_ridge(X, y, splits, scorer, preprocessing, alpha, final.fit_intercept)
         try:

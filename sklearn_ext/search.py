@@ -183,7 +183,10 @@ class GLRUSearchCV(GridSearchCV):
             return self._search_ridge(X, y, X_valid, y_valid, groups, candidates, exact, reasons)
         cv = check_cv(self.cv, y_valid, classifier=is_classifier(self.estimator))
         self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
-        splits = split_folds(cv, X_valid, y_valid, groups)
+        try:
+            splits = split_folds(cv, X_valid, y_valid, groups)
+        except Unsupported as why:
+            return self._search_with_scikit_learn(X, y, groups, params, str(why))
         if len(splits) != self.n_splits_:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
@@ -234,7 +237,10 @@ class GLRUSearchCV(GridSearchCV):
         eigendecomposition (:func:`glru.ridge.held_out_predictions`), exact."""
         cv = check_cv(self.cv, y_valid, classifier=False)
         self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
-        splits = split_folds(cv, X_valid, y_valid, groups)
+        try:
+            splits = split_folds(cv, X_valid, y_valid, groups)
+        except Unsupported as why:
+            return self._search_with_scikit_learn(X, y, groups, {}, str(why))
         scorer = self.scoring if callable(self.scoring) else check_scoring(self.estimator, self.scoring)
         table = _Table(len(candidates), len(splits), False)
         if reasons and not self._fill_with_scikit_learn(table, candidates, reasons, X, y, splits):

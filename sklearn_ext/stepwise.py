@@ -131,9 +131,9 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         if self.tol is not None and self.tol < 0 and self.direction == "forward":
             raise ValueError("tol must be strictly positive when doing forward selection")
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
-        splits = split_folds(cv, X, y)
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         try:
+            splits = split_folds(cv, X, y)
             model = self._model(y, splits)
         except Unsupported as reason:
             return self._fall_back(X, y, str(reason))

@@ -449,3 +449,22 @@ def test_trainable_folds_are_those_whose_training_rows_hold_two_classes(cv):
     assert trainable_folds(y, splits) == expected
     if isinstance(cv, KFold):
         assert expected == [1, 2, 3]
+
+
+def test_training_rows_repeated_fall_back():
+    """A bootstrap split (training indices that repeat rows) is a weighted problem to scikit-learn:
+    glru says so and returns scikit-learn's own scores, for cross-validation, search and selection."""
+    from sklearn_ext import GLRUSearchCV, GLRUStepwiseSelector
+
+    X, y = random_problem(0, 60, 5, "logistic")
+    rng = np.random.default_rng(0)
+    train = np.sort(rng.integers(0, 60, size=60))
+    split = [(train, np.setdiff1d(np.arange(60), train))]
+    est = LogisticRegression(C=1.0)
+    with pytest.warns(FallbackWarning, match="repeat rows"):
+        scores = cross_val_score(est, X, y, cv=split, scoring="neg_log_loss")
+    np.testing.assert_array_equal(scores, model_selection.cross_val_score(est, X, y, cv=split, scoring="neg_log_loss"))
+    with pytest.warns(FallbackWarning, match="repeat rows"):
+        GLRUSearchCV(est, {"C": [0.1, 1.0]}, cv=split).fit(X, y)
+    with pytest.warns(FallbackWarning, match="repeat rows"):
+        GLRUStepwiseSelector(est, n_features_to_select=3, cv=split).fit(X, y)
