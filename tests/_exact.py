@@ -3,19 +3,19 @@
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.utils.metaestimators import available_if
 
 import glru
 from glru.multinomial import polish_multinomial, solve_multinomial
 from glru.solver import polish
-from sklearn_ext._adapters import linear_model, split_pipeline
+from sklearn_ext._adapters import linear_model
 
 
 def exact_estimator(estimator, X, y):
     """``estimator`` fitted on (X, y) by an independent cold solve to relative gap 1e-14, then
     Newton steps until the gradient stops shrinking (an exact refit, to rounding)."""
-    pre, final = split_pipeline(estimator)
+    pre, final = (estimator[:-1], estimator[-1]) if isinstance(estimator, Pipeline) else (None, estimator)
     if pre is not None:
         pre = clone(pre).fit(X)
         X = pre.transform(X)
