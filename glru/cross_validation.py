@@ -34,6 +34,7 @@ either certified or from such an exact solve; nothing is guessed.
 
 import contextlib
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -277,6 +278,7 @@ class _Engine:
             self._settle_on_X(outcomes, [k for k in open_folds if self._open(outcomes[k])
                                          and (self.span is not None or not outcomes[k].rounded)],
                               dict(zip(open_folds, solved)))
+            _warn_unsettled([k for k in open_folds if self._open(outcomes[k]) and not outcomes[k].rounded])
         clock.lap("solves")
         return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
 
@@ -995,6 +997,17 @@ def _column_summaries(full, X, y, loss, dropped, n_train):
     held_out = X[dropped]  # sparse stays sparse: a K-fold's tenth of w8a is 12 MiB dense
     return full.column_summaries_after(col_norms_sq(held_out), dual_domain_terms(held_out, loss, y[dropped]), -1,
                                        n_train)
+
+
+def _warn_unsettled(indices):
+    """Folds whose solves reached neither certified predictions nor rounding level: their labels
+    (or values) are read where the solver stopped, which no theorem backs. Never silent."""
+    if indices:
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(f"glru could not solve folds {indices} to rounding level; their held-out predictions are "
+                      "read where the solver stopped and may differ from exact refits.", ConvergenceWarning,
+                      stacklevel=4)
 
 
 def _open_outcome(size):

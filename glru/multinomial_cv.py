@@ -58,7 +58,7 @@ from joblib import Parallel, delayed
 from scipy.sparse.linalg import LinearOperator, cg
 
 from .blas import single_threaded_blas
-from .bounds import dual_radius
+from .bounds import ZERO_BAND_CAP, dual_radius
 from .cross_validation import _Clock
 from .duality import EPS, gap_allowance, sound_gap
 from .held_out import MulticlassOutcome
@@ -845,8 +845,9 @@ def _tie_band(R, train_norms, eval_norms, strength, basis, fit_intercept, d, z_n
     the intercept's over the smallest curvature of Bᵀ(Σ_i diag(p_i) − p_i p_iᵀ)B; a score
     difference moves by √2 times those (‖x‖ for W). The iterations also stop at steps of
     4u(1 + ‖z‖) (:func:`glru.solver.newton_polish`'s floor): 16u(1 + ‖z‖)‖x̃‖ is added. Doubled
-    for the exact refit's own. Exact ties (e.g. classes whose training rows are all 0, without
-    intercept) then go to the first class, as in a cold exact solve that keeps the symmetry."""
+    for the exact refit's own, and capped at ``ZERO_BAND_CAP`` as the binary band. Exact ties (e.g.
+    classes whose training rows are all 0, without intercept) then go to the first class, as in a
+    cold exact solve that keeps the symmetry."""
     n, K = R.shape
     gamma = 2.0 * (n + d + K + 32) * EPS
     norms = np.sqrt(np.einsum("nk,nk->n", R, R))
@@ -859,7 +860,7 @@ def _tie_band(R, train_norms, eval_norms, strength, basis, fit_intercept, d, z_n
         smallest = np.linalg.eigvalsh(curvature)[0] if K > 1 else 0.0
         if smallest > 0:  # (no curvature: no intercept term, as glru.bounds.zero_band)
             band = band + np.sqrt(2.0) * gamma * norms.sum() / smallest
-    return 2.0 * band
+    return np.minimum(2.0 * band, ZERO_BAND_CAP)  # (the cap: see glru.bounds.zero_band)
 
 
 def _snap_ties(values, band):

@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import FitFailedWarning
-from sklearn.model_selection import KFold
+from sklearn.model_selection import KFold, check_cv
 from sklearn.svm import LinearSVC
 
 from glru.bounds import zero_band
@@ -51,3 +51,53 @@ def test_early_stopped_solve_is_not_read_below_rounding_level():
     est = LogisticRegression(C=250.0, fit_intercept=False)
     got = GLRUCrossValidator(est, cv=cv).fit(X, y).scores_
     np.testing.assert_array_equal(got, exact_scores(est, X, y, cv))
+
+
+def test_zero_band_is_capped_at_rounding_of_a_unit_margin():
+    """The worst-case gradient rounding over the curvature grows with |α| and ‖x‖ (squared hinge at
+    C = 100, columns up to 300); the band never exceeds ``ZERO_BAND_CAP``."""
+    from glru.bounds import ZERO_BAND_CAP
+
+    alpha, norms = np.full(1000, 200.0), np.full(1000, 300.0)
+    assert np.all(zero_band(np.array([300.0]), alpha, norms, strength=1.0, n_features=176) == ZERO_BAND_CAP)
+
+
+def test_badly_scaled_squared_hinge_scores_like_exact_refits():
+    """Found by a sweep (1400 × 176, columns scaled over four decades, LinearSVC(C=100,
+    intercept_scaling=10), 5-fold): the uncapped zero band reached 8.7e-3 and turned held-out
+    values of 2.7e-4 and 6.7e-3 into 0, one wrong label in each of two folds."""
+    rng = np.random.default_rng(1220)
+    X = rng.standard_normal((1400, 176)) * 10.0 ** rng.uniform(-2, 2, size=176)
+    score = X @ rng.standard_normal(176)
+    score = score / np.std(score) + rng.standard_normal(1400)
+    y = (score > np.median(score) + rng.uniform(-0.3, 0.3)).astype(int)
+    est = LinearSVC(C=100.0, intercept_scaling=10.0)
+    cv = KFold(5)
+    np.testing.assert_array_equal(GLRUCrossValidator(est, cv=cv).fit(X, y).scores_, exact_scores(est, X, y, cv))
+
+
+def test_fold_solve_that_stalls_from_its_centre_starts_again():
+    """Found by a sweep (sparse 385 × 85, columns scaled over four decades, two constant, three
+    near-separable classes, one-vs-rest LinearSVC(C=100), 60 %/25 % splits): one class's fold
+    solve stalled at relative gap 1.0 from its centre (trust-region Newton, then LIBLINEAR) and
+    its values were read there, two wrong labels; from 0 it converges."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1213)
+    X = sp.random(385, 85, density=0.2, format="csr", random_state=1213, data_rvs=rng.standard_normal).toarray()
+    X = X * 10.0 ** rng.uniform(-2, 2, size=85)
+    score = X @ rng.standard_normal(85)
+    score = score / np.std(score) + 0.05 * rng.standard_normal(385)
+    X[:, 0], X[:, 1] = 0.0, 3.0
+    y = np.array(["neg", "pos", "zzz"], dtype=object)[np.digitize(score, np.quantile(score, [0.33, 0.66]))]
+    X = sp.csr_matrix(X)
+    rng = np.random.default_rng(1213)
+    splits = []
+    for _ in range(4):
+        perm = rng.permutation(385)
+        splits.append((np.sort(perm[:231]), np.sort(perm[231:327])))
+    est = LinearSVC(C=100.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no fold left unsettled
+        got = GLRUCrossValidator(est, cv=splits).fit(X, y).scores_
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, check_cv(splits)))
