@@ -371,7 +371,7 @@ def test_property_fold_column_sums_bound_the_training_rows_own(seed, sparse, los
 
 def test_centres_trusted_more_with_many_rows_per_coordinate():
     """Two 10-fold shapes whose Newton–CG steps are estimated at twice the centres' cost: with 40
-    rows per feature the centres pay off (binary 20000 × 500: 1.04 s with them, 1.95 s without),
+    rows per feature the centres pay off (binary 20000 × 500: 0.90 s with them, 2.68 s without),
     with 4 they do not (their folds' Hessians move too far: dense 2000 × 500, 1.15 s and 0.28 s)."""
     rng = np.random.default_rng(0)
     many = sp.csr_matrix((rng.random((20000, 500)) < 0.09).astype(float))
