@@ -40,10 +40,17 @@ def split_folds(cv, X, y=None, groups=None):
     fits each repeat as one more row, a weighted problem that glru's folds, sets of rows, are not."""
     folds = []
     for k, (train, test) in enumerate(cv.split(X, y, groups)):
-        if np.unique(train).size < len(train):
+        if _repeats(train):
             raise Unsupported(f"the training indices of split {k} repeat rows (each repeat would weigh as one more row)")
         folds.append(Fold.from_split(train, test, X.shape[0]))
     return folds
+
+
+def _repeats(indices):
+    """Whether an index array repeats a value: one pass when it increases (K-fold and
+    leave-one-out; np.unique took 10 ms a fold on w8a's 45,000 training rows), else sorted."""
+    indices = np.asarray(indices)
+    return not np.all(np.diff(indices) > 0) and bool(np.any(np.diff(np.sort(indices)) == 0))
 
 
 def trainable_folds(y, splits):
