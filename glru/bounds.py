@@ -89,7 +89,7 @@ def zero_band(eval_norms, alpha, train_norms, strength, n_features, intercept_cu
     is 0 for labelling (scikit-learn predicts the positive class only for a value > 0): this
     is what an exact optimum at exactly 0 — e.g. by the symmetry of a balanced fold, where a
     cold solve from 0 stays at 0 — gives. The band is at most ``ZERO_BAND_CAP``: that worst case
-    reached 8.7e-3 on columns of scales from 1e-4 to 300 with C = 100 (α_j up to 200), where the
+    reached 8.7e-3 on Gaussian columns scaled by 1e-2 to 1e2 with C = 100 (α_j up to 200), where the
     polished value and an exact refit's agreed to 3e-16 and 0.00027 was a genuine positive
     value; decision values are margins, on the losses' unit scale, so a refit reads any value
     above rounding noise of a unit margin by its sign.

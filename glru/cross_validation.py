@@ -79,11 +79,15 @@ class Fold:
     A fold from :meth:`from_split` whose training rows are all the other rows, in order (K-fold,
     leave-one-out), keeps its held-out rows only and forms ``train`` when asked: the folds of a
     split then take O(n) memory instead of O(K·n) (leave-one-out on 16,000 rows: 2 GB).
+    ValueError if the training rows repeat a row.
     """
 
     def __init__(self, train, test, n_samples=None):
         self.test = np.asarray(test, dtype=np.intp)
         self._train = None if train is None else np.asarray(train, dtype=np.intp)
+        if self._train is not None and _repeats(self._train):
+            # a bootstrap: scikit-learn fits each repeat as one more row, a weighted problem
+            raise ValueError("its training indices repeat rows, which a fold (a set of rows) does not state")
         self._n_samples = n_samples
         self.n_train = self._train.size if train is not None else n_samples - self.test.size
 
@@ -122,6 +126,12 @@ class Fold:
 
     def __len__(self):
         return 2
+
+
+def _repeats(indices):
+    """Whether an index array repeats a value: one pass when it increases (K-fold and
+    leave-one-out; np.unique took 10 ms a fold on w8a's 45,000 training rows), else sorted."""
+    return not np.all(np.diff(indices) > 0) and bool(np.any(np.diff(np.sort(indices)) == 0))
 
 
 class CrossValidation:
@@ -645,12 +655,14 @@ class _Engine:
         needed) each stops once its held-out signs are certified (Remark 3)."""
         stop_early = stop_early and self.need == "labels"
         trains = (self.folds[k].train for k in indices)
+        # the box of the early-stop check needs the training rows' column sums: the full data's less the
+        # dropped rows' (without early stop nothing asks for them)
         full = self.checker.full if data is self.X else Problem(data, self.y, self.loss, None, self.fit_intercept)
         tasks = (delayed(solve_held_out)(
             data[train], self.y[train], self.loss,
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, coef, intercept,
             data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
-            _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size))
+            _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if stop_early else None)
             for k, train, (coef, intercept) in zip(indices, trains, centres))
         return Parallel(**self.parallel)(tasks)
 
@@ -1098,7 +1110,8 @@ class _FoldChecker:
 
         def column_summaries():
             if not columns:
-                columns.extend(_column_summaries(self.full, self.X, self.y, self.loss, fold.test, T.size))
+                columns.extend(_column_summaries(self.full, self.X, self.y, self.loss,
+                                                 fold.outside_training(self.X.shape[0]), T.size))
             return columns
         intercept_data = None
         if self.fit_intercept:

@@ -460,6 +460,8 @@ def test_training_rows_repeated_fall_back():
     rng = np.random.default_rng(0)
     train = np.sort(rng.integers(0, 60, size=60))
     split = [(train, np.setdiff1d(np.arange(60), train))]
+    with pytest.raises(ValueError, match="repeat rows"):  # glru's folds refuse them themselves
+        glru_cv.Fold.from_split(*split[0], 60)
     est = LogisticRegression(C=1.0)
     with pytest.warns(FallbackWarning, match="repeat rows"):
         scores = cross_val_score(est, X, y, cv=split, scoring="neg_log_loss")
