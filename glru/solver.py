@@ -17,6 +17,12 @@ question is already answered (the paper's Remark 3).
   every row that crosses the margin, and where few rows hold the optimum (n < d, separable
   data) its steps zigzag: trust-region Newton took 0.46 s to a relative gap of 1e-12 on sparse
   2000 × 5000 (2 %), this 0.03 s.
+- ``"semismooth"``: damped semismooth Newton with the generalized Hessian formed and factored
+  (:mod:`glru.semismooth`), for losses of piecewise constant curvature (squared hinge, smoothed
+  hinge, Huber) with an L2 penalty, with or without an intercept. It takes a start and lands on
+  the optimum once its iterate is on the optimum's piece; each step costs a d̃ × d̃
+  factorization, so it pays for a few hundred features (dense 2000 × 500, squared hinge, a
+  10-fold's folds: 0.24 s each against 0.65 s by dual coordinate descent).
 - ``"l-bfgs-b"``: the elastic net (kappa > 0) is not smooth. It is solved as a bound-constrained
   smooth problem in (w⁺, w⁻) ≥ 0 with SciPy's L-BFGS-B, then polished by trust-region Newton on
   the active orthant (fixed signs make the L1 term linear), which reaches the exact optimum once
@@ -43,8 +49,9 @@ from .losses import Logistic, Squared, SquaredHinge
 from .newton_centres import NewtonCentres, weighted_gram
 from .penalties import L2
 from .problem import Problem, col_norms_sq
+from .semismooth import applies as _piecewise_quadratic, semismooth_newton
 
-METHODS = ("auto", "newton", "liblinear", "liblinear-dual", "l-bfgs-b")
+METHODS = ("auto", "newton", "liblinear", "liblinear-dual", "semismooth", "l-bfgs-b")
 
 
 class SolverResult:
@@ -70,7 +77,7 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
     stop_when : callable(Certificate) -> bool, optional
         Early exit: evaluated on a certificate of each iterate (O(nnz) each); the solve stops
         as soon as it returns True, e.g. once the sign of a held-out prediction is certified.
-    method : {"auto", "newton", "liblinear", "liblinear-dual", "l-bfgs-b"}
+    method : {"auto", "newton", "liblinear", "liblinear-dual", "semismooth", "l-bfgs-b"}
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
@@ -91,6 +98,11 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
             raise ValueError("method='liblinear-dual' needs the squared hinge, an L2 penalty and no "
                              "unpenalized intercept.")
         return _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when)
+    if method == "semismooth":
+        if not semismooth_applies(problem):
+            raise ValueError("method='semismooth' needs an L2 penalty and a loss of piecewise constant curvature "
+                             "(squared hinge, smoothed hinge, Huber).")
+        return _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when)
     if problem.penalty.kappa > 0:
         return _solve_elastic_net(problem, coef, intercept, tol, max_iter, stop_when)
     if method == "l-bfgs-b":
@@ -104,7 +116,9 @@ def _auto_method(problem):
     # configurations (all logistic ones). LIBLINEAR's dual coordinate descent beats both on cold
     # squared-hinge fits (see the module's docstring) but is not chosen here: it takes no start,
     # and it visits the rows in the order of C's rand(), so two equal calls stop at different
-    # points within the tolerance; callers that certify or polish what it returns ask for it
+    # points within the tolerance; callers that certify or polish what it returns ask for it.
+    # Semismooth Newton's steps cost d̃³/3 each: callers that can weigh that against the data's
+    # size ask for it (glru.cross_validation)
     return "l-bfgs-b" if problem.penalty.kappa > 0 else "newton"
 
 
@@ -170,6 +184,27 @@ def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when):
         return finish
     n_iter += _run_scipy(problem, monitor, "newton-cg", max_iter - n_iter)
     return monitor.result("newton", n_iter)
+
+
+def semismooth_applies(problem):
+    """Whether ``method="semismooth"`` applies: an L2 penalty (λ > 0) and a loss whose curvature
+    is piecewise constant."""
+    return problem.penalty.kappa == 0 and problem.penalty.lam > 0 and _piecewise_quadratic(problem.loss)
+
+
+def _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when):
+    """Damped semismooth Newton (:mod:`glru.semismooth`) with the gap monitor as its stopping
+    rule; finished by trust-region Newton from its best point where its steps end short of the
+    gap (rounding level of the objective, or a Hessian it cannot factor)."""
+    monitor = _GapMonitor(problem, tol, stop_when)
+    steps = semismooth_newton(problem, problem.join(coef, intercept), monitor.check, max_iter)
+    if monitor.done(tol) or steps >= max_iter:
+        return monitor.result("semismooth", steps)
+    best_coef, best_intercept, _ = monitor.best
+    finish = _solve_newton(problem, best_coef, best_intercept, tol, max_iter - steps, stop_when)
+    finish.n_iter += steps
+    finish.method = "semismooth+newton"
+    return finish
 
 
 # trust-ncg converges in a few dozen iterations on the smooth losses; on piecewise quadratic

@@ -304,13 +304,16 @@ def test_folds_far_from_the_full_fit_take_newton_cg_steps_together(monkeypatch, 
                                        LinearSVC(C=0.5)], ids=repr)
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("shape", [(80, 30), (200, 12)], ids=["few rows per feature", "many"])
-def test_folds_without_newton_centres_iterate_from_the_full_fit(monkeypatch, estimator, sparse, shape):
+@pytest.mark.parametrize("semismooth", [False, True], ids=["dual", "semismooth"])
+def test_folds_without_newton_centres_iterate_from_the_full_fit(monkeypatch, estimator, sparse, shape, semismooth):
     """Where the Newton centres are estimated to cost more than iterating the folds
     (``_centres_pay_off``, e.g. Woodbury updates of 400 rows in 2,001 dimensions), every fold
     takes Newton–CG steps from the full fit, or, for LinearSVC with at most
-    ``DUAL_MAX_ROWS_PER_FEATURE`` rows per feature, is solved by dual coordinate descent:
-    exact scores, labels and values."""
+    ``DUAL_MAX_ROWS_PER_FEATURE`` rows per feature, is solved by dual coordinate descent or,
+    where its factorizations are estimated cheaper (``_semismooth_pays_off``), by semismooth
+    Newton from the full fit: exact scores, labels and values."""
     monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    monkeypatch.setattr(glru_cv, "_semismooth_pays_off", lambda *args: semismooth)
     X, y = random_problem(9, *shape, "logistic", sparse=sparse)
     y = labels01(y)
     cv = StratifiedKFold(5, shuffle=True, random_state=3)
@@ -333,6 +336,15 @@ def test_fewer_rows_than_features_on_X_itself(monkeypatch, estimator, cv, sparse
     mean_value = make_scorer(lambda truth, values: float(np.mean(values)), response_method="decision_function")
     np.testing.assert_allclose(cross_val_score(estimator, X, y, cv=cv, scoring=mean_value),
                                exact_scores(estimator, X, y, cv, mean_value), rtol=1e-9, atol=1e-12)
+
+
+def test_semismooth_newton_only_where_it_pays_off():
+    """Semismooth Newton factors a d̃ × d̃ Hessian at every step: chosen over dual coordinate descent
+    for dense 2000 × 500 (0.24 s a fold against 0.65 s), not for sparse 4000 × 2000 at 5 %
+    (1.9 s against 0.23 s)."""
+    rng = np.random.default_rng(0)
+    assert glru_cv._semismooth_pays_off(rng.standard_normal((2000, 500)), False)
+    assert not glru_cv._semismooth_pays_off(sp.random(4000, 2000, density=0.05, random_state=0, format="csr"), False)
 
 
 def test_row_space_only_where_it_pays_off():

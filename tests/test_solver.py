@@ -3,6 +3,8 @@ warm-start, and exit early when asked (Remark 3)."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
@@ -26,7 +28,7 @@ def test_logistic_matches_sklearn(sparse, fit_intercept, solver):
     assert ours.relative_gap() <= 1e-10
 
 
-@pytest.mark.parametrize("solver", ["newton", "liblinear", "liblinear-dual"])
+@pytest.mark.parametrize("solver", ["newton", "liblinear", "liblinear-dual", "semismooth"])
 @pytest.mark.parametrize("shape, sparse", [((150, 6), False), ((60, 200), True)], ids=["n>d dense", "n<d sparse"])
 def test_squared_hinge_matches_linear_svc(solver, shape, sparse):
     X, y = random_problem(1, *shape, "squared_hinge", sparse=sparse)
@@ -37,7 +39,7 @@ def test_squared_hinge_matches_linear_svc(solver, shape, sparse):
     assert ours.solver_.startswith(solver) and ours.relative_gap() <= 1e-10
 
 
-@pytest.mark.parametrize("solver", ["newton", "liblinear", "liblinear-dual"])
+@pytest.mark.parametrize("solver", ["newton", "liblinear", "liblinear-dual", "semismooth"])
 def test_no_iteration_budget_warns_instead_of_failing(solver):
     X, y = random_problem(16, 50, 5, "squared_hinge")
     with pytest.warns(ConvergenceWarning):
@@ -52,6 +54,46 @@ def test_dual_coordinate_descent_rejects_what_it_cannot_solve():
     X, y = random_problem(15, 50, 4, "logistic")
     with pytest.raises(ValueError, match="liblinear-dual"):
         glru.fit(X, y, loss="logistic", lam=0.1, solver="liblinear-dual")
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "smoothed_hinge", "huber"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_semismooth_newton_reaches_the_optimum(loss, fit_intercept, sparse):
+    X, y = random_problem(17, 160, 12, loss, sparse=sparse)
+    ours = glru.fit(X, y, loss=loss, lam=1e-3, fit_intercept=fit_intercept, tol=1e-12, solver="semismooth")
+    ref = glru.fit(X, y, loss=loss, lam=1e-3, fit_intercept=fit_intercept, tol=1e-12, solver="newton")
+    assert ours.solver_ == "semismooth" and ours.relative_gap() <= 1e-12
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6 * (1 + np.abs(ref.coef_).max()))
+    assert ours.intercept_ == pytest.approx(ref.intercept_, abs=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 80), d=st.integers(1, 30), log_lam=st.floats(-5, 0),
+       fit_intercept=st.booleans(), warm=st.booleans())
+def test_property_semismooth_newton_stops_at_a_certified_optimum(seed, n, d, log_lam, fit_intercept, warm):
+    """From a cold start or a neighbouring problem's optimum, on any shape (n < d included, where
+    the generalized Hessian is only positive definite through λ), the solve ends at a point whose
+    sound gap is below tol, and at the same point as trust-region Newton's."""
+    X, y = random_problem(seed, n, d, "squared_hinge")
+    lam = 10.0 ** log_lam
+    start = glru.fit(X, y, loss="squared_hinge", lam=2 * lam, fit_intercept=fit_intercept, tol=1e-8) if warm else None
+    ours = glru.fit(X, y, loss="squared_hinge", lam=lam, fit_intercept=fit_intercept, tol=1e-11, solver="semismooth",
+                    coef_init=start.coef_ if warm else None, intercept_init=start.intercept_ if warm else 0.0)
+    assert ours.converged_ and ours.relative_gap() <= 1e-11
+    ref = glru.fit(X, y, loss="squared_hinge", lam=lam, fit_intercept=fit_intercept, tol=1e-12, solver="newton")
+    # both within √(2·gap/λ) of the optimum (strong convexity)
+    radius = np.sqrt(2 * (ours.gap() + ref.gap()) / lam)
+    assert np.linalg.norm(np.append(ours.coef_ - ref.coef_, ours.intercept_ - ref.intercept_)) <= 2 * radius + 1e-12
+
+
+def test_semismooth_newton_rejects_what_it_cannot_solve():
+    X, y = random_problem(18, 50, 4, "logistic")
+    with pytest.raises(ValueError, match="semismooth"):
+        glru.fit(X, y, loss="logistic", lam=0.1, solver="semismooth")
+    X, y = random_problem(18, 50, 4, "squared_hinge")
+    with pytest.raises(ValueError, match="semismooth"):
+        glru.fit(X, y, loss="squared_hinge", lam=0.1, kappa=0.1, solver="semismooth")
 
 
 @pytest.mark.parametrize("solver", ["newton", "liblinear"])
