@@ -941,8 +941,8 @@ def _semismooth_pays_off(X, fit_intercept):
     ``SEMISMOOTH_STEPS`` factorizations of d̃ × d̃) is estimated to cost less than LIBLINEAR's dual
     coordinate descent to the folds' gaps (``DUAL_SECONDS_PER_VALUE`` per stored value of X).
     Measured a fold, semismooth / dual: dense 2000 × 500 0.24 / 0.65 s, madelon.t (dense
-    1800 × 500) 0.10 / 0.22 s; sparse 4000 × 2000 (5 %) 1.9 / 0.23 s, sparse 2000 × 5000 (2 %)
-    8.3 / 0.05 s."""
+    600 × 500, standardized) 0.06–0.10 / 0.22 s; sparse 4000 × 2000 (5 %) 1.9 / 0.23 s, sparse
+    2000 × 5000 (2 %) 8.3 / 0.05 s."""
     dim = X.shape[1] + fit_intercept
     semismooth = _gram_seconds(X) + SEMISMOOTH_STEPS * DENSE_SECONDS * dim ** 3 / 3
     return semismooth <= DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
@@ -1011,9 +1011,10 @@ EIGH_SECONDS = 2.5e-10
 SPARSE_GRAM_SECONDS = 5e-9
 SPARSE_PRODUCT_SECONDS = 5e-10
 NEWTON_CG_PASSES = 100
-# a fold's semismooth Newton steps (dense 2000 × 500, LinearSVC: 27–35) and its dual coordinate descent
-# to the fold solves' gap, per stored value of X (dense 2000 × 500: 0.65 s a fold; sparse 4000 × 2000
-# at 5 %: 0.23 s; sparse 2000 × 5000 at 2 %: 0.05 s)
+# a fold's semismooth Newton steps (LinearSVC: 27–35 on dense 2000 × 500, 14–18 on madelon.t) and its
+# dual coordinate descent to the fold solves' gap, per stored value of X (dense 2000 × 500: 0.65 s a
+# fold, 6.5e-7; madelon.t 8e-7; sparse 4000 × 2000 at 5 %: 0.23 s, 5.7e-7; sparse 2000 × 5000 at 2 %:
+# 0.05 s, 2.4e-7)
 SEMISMOOTH_STEPS = 25
 DUAL_SECONDS_PER_VALUE = 7e-7
 CENTRES_ADVANTAGE = 3.0

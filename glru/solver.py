@@ -99,7 +99,7 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
                              "unpenalized intercept.")
         return _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when)
     if method == "semismooth":
-        if not semismooth_applies(problem):
+        if not _semismooth_applies(problem):
             raise ValueError("method='semismooth' needs an L2 penalty and a loss of piecewise constant curvature "
                              "(squared hinge, smoothed hinge, Huber).")
         return _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when)
@@ -186,7 +186,7 @@ def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when):
     return monitor.result("newton", n_iter)
 
 
-def semismooth_applies(problem):
+def _semismooth_applies(problem):
     """Whether ``method="semismooth"`` applies: an L2 penalty (λ > 0) and a loss whose curvature
     is piecewise constant."""
     return problem.penalty.kappa == 0 and problem.penalty.lam > 0 and _piecewise_quadratic(problem.loss)
