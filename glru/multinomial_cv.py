@@ -17,7 +17,9 @@ packing), p = K·d + K − 1 of them. The engine
    S − A_Vᵀ D_V A_V by its left-out rows V, applied through Woodbury,
    H_T⁻¹ = S⁻¹ + Q D_V (I − G D_V)⁻¹ Qᵀ with Q = S⁻¹A_Vᵀ and G = A_V Q (a |V|K × |V|K system:
    K × K for leave-one-out, batched over a block of folds); folds with many left-out rows form
-   H_T and factor it; p > NEWTON_MAX_DIM uses conjugate gradients on Hessian-vector products;
+   H_T and factor it; p > NEWTON_MAX_DIM, or where the dense Hessians are estimated to cost
+   more than the folds' conjugate gradients (:func:`_dense_pays_off`, p ≫ n), uses conjugate
+   gradients on Hessian-vector products;
 3. takes one Newton step of every fold's objective from the full optimum and certifies it, then
    a chord step (the same fold Hessian, the fold's gradient at the new point) for the folds
    left open: these two points are the folds' *centres* (on digits at C = 1 the old optimum
@@ -37,7 +39,8 @@ packing), p = K·d + K − 1 of them. The engine
 6. solves what is left from its last iterate, through joblib (``Parallel(n_jobs, verbose,
    pre_dispatch)``): Newton steps with the fold's dense Hessian (refreshed when a step contracts
    the gradient less than NEWTON_CONTRACTION) to TOL_FULL, :func:`solve_multinomial` beyond
-   NEWTON_MAX_DIM or on failure, then polished; the labels are the arg-max of the exact scores.
+   NEWTON_MAX_DIM (or without dense Hessians) or on failure, then polished; the labels are the
+   arg-max of the exact scores.
 
 At a rounding-level point, scores within the rounding band of the row's largest
 (:func:`_tie_band`, the analogue of :func:`glru.bounds.zero_band`) count as ties, which go to the
@@ -59,7 +62,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from .blas import single_threaded_blas
 from .bounds import ZERO_BAND_CAP, dual_radius
-from .cross_validation import _Clock
+from .cross_validation import DENSE_SECONDS, NEWTON_CG_PASSES, SPARSE_PRODUCT_SECONDS, _Clock
 from .duality import EPS, gap_allowance, sound_gap
 from .held_out import MulticlassOutcome
 from .multinomial import (
@@ -88,6 +91,10 @@ TOL_SANE = 1e-8         # a polished fold solution with a larger relative gap is
 NEWTON_CONTRACTION = 0.1  # a kept Hessian factorization is refreshed when a step shrinks ‖g‖ by less
 TOL_ROUNDING = 1e-15    # a gap this small (relative), or within its rounding allowance, is "at rounding level"
 NEWTON_MAX_DIM = 4096   # p above this: no dense Hessian, conjugate gradients per fold
+# below it too where the dense Hessians are estimated to cost more than DENSE_ADVANTAGE times the
+# folds' conjugate gradients (_dense_pays_off); about DENSE_HESSIANS are formed and factored
+DENSE_ADVANTAGE = 3.0
+DENSE_HESSIANS = 4
 CENTRE_STEPS = 2        # Newton step + chord step: the centre whose certified rows count as certified
 CHORD_MAX_STEPS = 30
 MAX_HALVINGS = 30       # backtracking of a step that raises the fold's objective
@@ -159,24 +166,39 @@ def _polished(problem, z, newton):
                          cg_rtol=1e-10)
 
 
-def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept):
+def _dense_pays_off(X, K, p, n_folds):
+    """Whether the dense p × p Hessians (the full fit's Newton steps, S and its inverse, the solved
+    folds': about ``DENSE_HESSIANS`` of n·p² + p³/3 multiply-adds) are estimated to cost at most
+    ``DENSE_ADVANTAGE`` times the folds' conjugate gradients instead (``NEWTON_CG_PASSES`` pairs of
+    products with X for K classes, per fold). Where p far exceeds the rows it is not: 3 classes,
+    one-hot 330 × 1126 (p = 3380), 4 folds took 18.9 s with them and 2.3 s without (scikit-learn
+    1.4 s), the same scores; leave-one-out on digits (p = 649, 1797 folds) keeps them."""
+    if p > NEWTON_MAX_DIM:
+        return False
+    n = X.shape[0]
+    dense = DENSE_HESSIANS * DENSE_SECONDS * (n * p * p + p ** 3 / 3)
+    product = SPARSE_PRODUCT_SECONDS * X.nnz if sp.issparse(X) else DENSE_SECONDS * X.size
+    return dense <= DENSE_ADVANTAGE * n_folds * NEWTON_CG_PASSES * 2 * K * product
+
+
+def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=True):
     """A fold's exact optimum on the classes it holds (codes 0..n_classes−1), from (coef,
-    intercept): Newton steps with the dense Hessian while K·d is small enough (NEWTON_MAX_DIM),
-    else :func:`solve_multinomial` to TOL_FULL; then polished (Newton steps until the gradient
+    intercept): Newton steps with the dense Hessian if ``dense`` and K·d is small enough
+    (NEWTON_MAX_DIM), else :func:`solve_multinomial` to TOL_FULL; then polished (Newton steps until the gradient
     stops shrinking: rounding level). Two classes: scikit-learn's binary model, the two-class
     multinomial one with λ doubled. Returns (coef, intercept) of shape (n_classes, d),
     (n_classes,), centred."""
     # folds run in parallel through joblib (n_jobs); inside one, BLAS threads cost more than they
     # give (digits raw, leave-one-out: 21 s of fold solves with 2 threads, 8 s with one)
     with single_threaded_blas():
-        return _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept)
+        return _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense)
 
 
-def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept):
+def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense):
     lam = 2.0 * lam if n_classes == 2 else lam
     problem = MultinomialProblem(X, codes, n_classes, lam, fit_intercept)
     z = problem.pack(coef - coef.mean(axis=0), intercept)
-    newton = _DenseNewton(problem) if z.size <= NEWTON_MAX_DIM else None
+    newton = _DenseNewton(problem) if dense and z.size <= NEWTON_MAX_DIM else None
     done = False
     if newton is not None:
         z, done = newton.minimize(z)
@@ -288,7 +310,7 @@ class _Engine:
         lam = self.problem.lam
         self.a = self.n * lam
         self.penalty = _penalty(self.K, self.d, self.fit_intercept, self.a)
-        dense = self.p <= NEWTON_MAX_DIM
+        dense = self.dense = _dense_pays_off(self.X, self.K, self.p, len(self.folds))
         # with a dense Hessian, a rough solve and Newton steps on it (quadratic convergence, and the
         # Hessian at the optimum is needed anyway); otherwise solve_multinomial's own polishing
         full = solve_multinomial(self.X, self.codes, self.K, lam, self.fit_intercept,
@@ -466,7 +488,7 @@ class _Engine:
             train = self.folds[k].train
             local = np.searchsorted(classes, self.codes[train])
             tasks.append(delayed(_solve_fold)(self.X[train], local, classes.size, self.lam_for(train.size),
-                                              self.fit_intercept, W, b))
+                                              self.fit_intercept, W, b, self.dense))
         solved = Parallel(**self.parallel)(tasks)
         complete = [(k, s) for k, s in zip(indices, solved) if self.present[k].size == self.K]
         for block in range(0, len(complete), self.block):
