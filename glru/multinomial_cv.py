@@ -93,7 +93,7 @@ TOL_ROUNDING = 1e-15    # a gap this small (relative), or within its rounding al
 NEWTON_MAX_DIM = 4096   # p above this: no dense Hessian, conjugate gradients per fold
 # below it too where the dense Hessians are estimated to cost more than DENSE_ADVANTAGE times the
 # folds' conjugate gradients (_dense_pays_off); about DENSE_HESSIANS are formed and factored
-DENSE_ADVANTAGE = 3.0
+DENSE_ADVANTAGE = 30.0
 DENSE_HESSIANS = 4
 CENTRE_STEPS = 2        # Newton step + chord step: the centre whose certified rows count as certified
 CHORD_MAX_STEPS = 30
@@ -170,9 +170,12 @@ def _dense_pays_off(X, K, p, n_folds):
     """Whether the dense p × p Hessians (the full fit's Newton steps, S and its inverse, the solved
     folds': about ``DENSE_HESSIANS`` of n·p² + p³/3 multiply-adds) are estimated to cost at most
     ``DENSE_ADVANTAGE`` times the folds' conjugate gradients instead (``NEWTON_CG_PASSES`` pairs of
-    products with X for K classes, per fold). Where p far exceeds the rows it is not: 3 classes,
-    one-hot 330 × 1126 (p = 3380), 4 folds took 18.9 s with them and 2.3 s without (scikit-learn
-    1.4 s), the same scores; leave-one-out on digits (p = 649, 1797 folds) keeps them."""
+    products with X for K classes, per fold). The passes are a guess that ill-conditioning (large
+    C) makes far too low, hence the wide margin. Measured with them / without, and the ratio of the
+    estimates, 3 classes: one-hot 330 × 1126 (p = 3380), 4 folds, 18.9 / 2.7 s, 75 (scikit-learn
+    1.5 s; the same scores); dense 593 × 505 at C = 10⁴, 6.8 / 4.8 s, 14; sparse 1876 × 159 at
+    C = 10⁴, 13 / 429 s, 11; dense 1158 × 259 at C = 100, 1.8 / 3.5 s, 4.8; dense 1199 × 222,
+    1.1 / 2.4 s, 3.2. Leave-one-out on digits (p = 649, 1797 folds) keeps them."""
     if p > NEWTON_MAX_DIM:
         return False
     n = X.shape[0]
