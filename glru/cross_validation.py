@@ -345,7 +345,7 @@ class _Engine:
         except (np.linalg.LinAlgError, ValueError):  # no curvature to factor: the solve below finishes
             pass
         if not problem.duality_gap(coef, intercept).converged(self.full_tol):
-            finished = solve(problem, coef, intercept, tol=self.full_tol)
+            finished = solve(problem, coef, intercept, tol=self.full_tol, method=self.warm_method)
             coef, intercept = finished.coef, finished.intercept
         if piecewise:  # the Hessian at the optimum: the rows that cross at the last step, and no more
             chord.reevaluate(problem.margins(coef, intercept))
