@@ -8,8 +8,9 @@ and the objective is piecewise quadratic. Its generalized Hessian at z,
 is exact on the piece z lies in: once the iterate is on the optimum's piece, one Newton step
 lands on the optimum (finite termination: Mangasarian's finite Newton method). Undamped, the
 steps cycle between pieces (dense 2000 × 500, LinearSVC: 300–600 rows change sides at every
-step, for 200 steps); shortened to the minimizer of the objective along them they converge in
-about 30 (10–20 rows change a step). H is formed once and, after each step, corrected by the
+step, for 200 steps); taken whole where that decreases the objective enough (Armijo), and
+otherwise shortened to the objective's minimizer along them, they converge in about 30 (10–20
+rows change a step; 125 at C = 100, where the minimizer stops at the next row's kink). H is formed once and, after each step, corrected by the
 Gram matrix of the rows whose curvature changed, then factored: O(d̃³/3) a step, which pays
 where d̃ is a few hundred. Trust-region Newton–CG takes the same steps inexactly and zigzags
 with the pieces; LIBLINEAR's dual coordinate descent takes no start and needs many passes for
@@ -29,6 +30,7 @@ from .newton_centres import weighted_gram
 
 ROOT_STEPS = 40  # evaluations of φ' at most in a line search (regula falsi, Illinois)
 SLOPE_SHARE = 1e-6  # of |φ'(0)| that |φ'(t)| must fall to: φ' is piecewise linear, a few evaluations
+ARMIJO = 1e-4  # sufficient decrease, as a share of the linear prediction, for a whole step
 REFORM_SHARE = 0.25  # more changed rows than this share of n: H is formed again, not corrected
 
 
@@ -112,10 +114,13 @@ def _add_rows(hessian, problem, rows, weights):
 
 
 def _line_search(problem, z, step, slope):
-    """The minimizer t ∈ [0, 1] of φ(t) = f(z + t·step), f the problem's smooth objective: 1 where
-    φ'(1) ≤ 0, else the root of φ' (increasing, piecewise linear for these losses) by regula
-    falsi in its Illinois variant, one O(n) evaluation each on the margins moved by X̃·step;
-    then halved until φ(t) < φ(0) (rounding can defeat φ'), 0 if it never is."""
+    """A step length t ∈ [0, 1] along ``step`` for φ(t) = f(z + t·step), f the problem's smooth
+    objective: 1 where the whole step decreases f enough (Armijo), else the minimizer of φ, the
+    root of φ' (increasing, piecewise linear for these losses) by regula falsi in its Illinois
+    variant, one O(n) evaluation each on the margins moved by X̃·step; then halved until
+    φ(t) < φ(0) (rounding can defeat φ'), 0 if it never is. Near a hard margin (large C) the
+    minimizer stops at the next row's kink, one or two rows a step: taking whole steps where they
+    pay cut dense 1000 × 250, LinearSVC(C=100), from 163 steps to 125 (10-fold 5.2 → 3.7 s)."""
     if not slope < 0:
         return 0.0
     w, b = problem.split(z)
@@ -132,6 +137,9 @@ def _line_search(problem, z, step, slope):
         w_t = w + t * s_w
         return float(loss.value(y, margins + t * moves).mean()) + 0.5 * lam * float(w_t @ w_t)
 
+    start = value(0.0)
+    if value(1.0) <= start + ARMIJO * slope:
+        return 1.0
     lower, upper, f_lower, f_upper = 0.0, 1.0, slope, derivative(1.0)
     t, kept = 1.0, 0
     for _ in range(ROOT_STEPS if f_upper > 0 else 0):
@@ -149,7 +157,6 @@ def _line_search(problem, z, step, slope):
             lower, f_lower = trial, f_trial
             f_upper = 0.5 * f_upper if kept == 1 else f_upper
             kept = 1
-    start = value(0.0)
     for _ in range(30):
         if value(t) < start:
             return t
