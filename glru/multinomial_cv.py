@@ -187,10 +187,10 @@ def _dense_pays_off(X, K, p, n_folds):
 def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=True):
     """A fold's exact optimum on the classes it holds (codes 0..n_classes−1), from (coef,
     intercept): Newton steps with the dense Hessian if ``dense`` and K·d is small enough
-    (NEWTON_MAX_DIM), else :func:`solve_multinomial` to TOL_FULL; then polished (Newton steps until the gradient
-    stops shrinking: rounding level). Two classes: scikit-learn's binary model, the two-class
-    multinomial one with λ doubled. Returns (coef, intercept) of shape (n_classes, d),
-    (n_classes,), centred."""
+    (NEWTON_MAX_DIM), else :func:`solve_multinomial` to TOL_FULL; then polished (Newton steps
+    until the gradient stops shrinking: rounding level). Two classes: scikit-learn's binary
+    model, the two-class multinomial one with λ doubled. Returns (coef, intercept) of shape
+    (n_classes, d), (n_classes,), centred."""
     # folds run in parallel through joblib (n_jobs); inside one, BLAS threads cost more than they
     # give (digits raw, leave-one-out: 21 s of fold solves with 2 threads, 8 s with one)
     with single_threaded_blas():
