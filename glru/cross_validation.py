@@ -214,7 +214,7 @@ class _Engine:
         # the points it stops at are certified (or polished), so its random row order is harmless
         self.warm_method = "semismooth" if semismooth else "auto"
         self.cold_method = "liblinear-dual" if dual and not semismooth else self.warm_method
-        self.fold_method = self.warm_method if self.newton or semismooth else self.cold_method
+        self.fold_method = self.warm_method if self.newton else self.cold_method
         # folds factored directly (coordinates of X, small d̃, folds large enough: K-fold; leave-one-
         # out uses Woodbury), and of those the ones certified by :mod:`glru.curvature`: losses with
         # |ℓ‴| ≤ νℓ″ (the others, piecewise quadratic, take semismooth Newton steps)

@@ -199,18 +199,10 @@ class NewtonCentres:
             self._factor = scipy.linalg.cho_factor(self.hessian)
         return self._factor
 
-    def _rows(self, rows):
-        """X̃_R as a dense array (a few rows)."""
-        block = self.X[rows]
-        block = block.toarray() if sp.issparse(block) else np.asarray(block)
-        if self.fit_intercept:
-            block = np.hstack([block, np.ones((block.shape[0], 1))])
-        return block
-
     def _woodbury_solver(self, rows):
         """(S − X̃_VᵀDX̃_V)⁻¹ with E = D^{1/2}X̃_V:  S⁻¹g + S⁻¹Eᵀ (I − E S⁻¹Eᵀ)⁻¹ E S⁻¹g."""
         factor = self._full_factor()
-        E = self._rows(rows) * np.sqrt(self.curvatures[rows])[:, None]
+        E = augmented_rows(self.X, rows, self.fit_intercept) * np.sqrt(self.curvatures[rows])[:, None]
         Sinv_Et = scipy.linalg.cho_solve(factor, E.T)
         capacitance = scipy.linalg.lu_factor(np.eye(rows.shape[0]) - E @ Sinv_Et, check_finite=True)
 
@@ -239,6 +231,15 @@ class FoldSolver:
 def _cholesky_solve(upper):
     """g ↦ M⁻¹g for M = UᵀU, U = ``upper``."""
     return lambda g: scipy.linalg.cho_solve((upper, False), g)
+
+
+def augmented_rows(X, rows, fit_intercept):
+    """X̃_R = [X_R, 1] (without the 1s if no intercept) as a dense array: for a few rows."""
+    block = X[rows]
+    block = block.toarray() if sp.issparse(block) else np.asarray(block)
+    if fit_intercept:
+        block = np.hstack([block, np.ones((block.shape[0], 1))])
+    return block
 
 
 def outside(rows, n):

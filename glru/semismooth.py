@@ -23,10 +23,9 @@ certificate) decides when to stop.
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 
 from .duality import EPS
-from .newton_centres import weighted_gram
+from .newton_centres import augmented_rows, weighted_gram
 
 ROOT_STEPS = 40  # evaluations of φ' at most in a line search (regula falsi, Illinois)
 SLOPE_SHARE = 1e-6  # of |φ'(0)| that |φ'(t)| must fall to: φ' is piecewise linear, a few evaluations
@@ -106,10 +105,7 @@ def _add_rows(hessian, problem, rows, weights):
     """hessian += X̃_Rᵀ diag(weights) X̃_R for a few rows R, as one dense product: the d̃ × d̃ passes
     of :func:`weighted_gram` (a zeroed buffer, its triangle mirrored) cost more than the product
     of 10–20 rows, what a step changes."""
-    block = problem.X[rows]
-    block = block.toarray() if sp.issparse(block) else np.asarray(block)
-    if problem.fit_intercept:
-        block = np.hstack([block, np.ones((rows.size, 1))])
+    block = augmented_rows(problem.X, rows, problem.fit_intercept)
     hessian += block.T @ (weights[:, None] * block)
 
 
@@ -125,7 +121,7 @@ def _line_search(problem, z, step, slope):
         return 0.0
     w, b = problem.split(z)
     s_w, s_b = problem.split(step)
-    margins = problem.margins(w, b).copy()
+    margins = problem.margins(w, b)  # (memoised; nothing below evaluates other margins)
     moves = np.asarray(problem.X @ s_w).ravel() + s_b
     lam, y, loss, n = problem.penalty.lam, problem.y, problem.loss, problem.n
     linear, quadratic = float(w @ s_w), float(s_w @ s_w)

@@ -47,15 +47,6 @@ def test_no_iteration_budget_warns_instead_of_failing(solver):
     assert not fit.converged_
 
 
-def test_dual_coordinate_descent_rejects_what_it_cannot_solve():
-    X, y = random_problem(15, 50, 4, "squared_hinge")
-    with pytest.raises(ValueError, match="liblinear-dual"):
-        glru.fit(X, y, loss="squared_hinge", lam=0.1, fit_intercept=True, solver="liblinear-dual")
-    X, y = random_problem(15, 50, 4, "logistic")
-    with pytest.raises(ValueError, match="liblinear-dual"):
-        glru.fit(X, y, loss="logistic", lam=0.1, solver="liblinear-dual")
-
-
 @pytest.mark.parametrize("loss", ["squared_hinge", "smoothed_hinge", "huber"])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("sparse", [False, True])
@@ -85,15 +76,6 @@ def test_property_semismooth_newton_stops_at_a_certified_optimum(seed, n, d, log
     # both within √(2·gap/λ) of the optimum (strong convexity)
     radius = np.sqrt(2 * (ours.gap() + ref.gap()) / lam)
     assert np.linalg.norm(np.append(ours.coef_ - ref.coef_, ours.intercept_ - ref.intercept_)) <= 2 * radius + 1e-12
-
-
-def test_semismooth_newton_rejects_what_it_cannot_solve():
-    X, y = random_problem(18, 50, 4, "logistic")
-    with pytest.raises(ValueError, match="semismooth"):
-        glru.fit(X, y, loss="logistic", lam=0.1, solver="semismooth")
-    X, y = random_problem(18, 50, 4, "squared_hinge")
-    with pytest.raises(ValueError, match="semismooth"):
-        glru.fit(X, y, loss="squared_hinge", lam=0.1, kappa=0.1, solver="semismooth")
 
 
 @pytest.mark.parametrize("solver", ["newton", "liblinear"])
@@ -194,15 +176,19 @@ def test_early_exit_predicate_false_runs_to_tolerance():
     assert fit.solver_ == "newton"
 
 
-def test_liblinear_rejects_what_it_cannot_solve():
-    X, y = random_problem(11, 50, 4, "huber")
-    with pytest.raises(ValueError, match="liblinear"):
-        glru.fit(X, y, loss="huber", lam=0.1, solver="liblinear")
-    X, y = random_problem(11, 50, 4, "logistic")
-    with pytest.raises(ValueError, match="liblinear"):
-        glru.fit(X, y, lam=0.1, kappa=0.1, solver="liblinear")
-    with pytest.raises(ValueError, match="stop_when"):
-        glru.fit(X, y, lam=0.1, solver="liblinear", stop_when=lambda c: True)
+@pytest.mark.parametrize("solver, loss, options, match", [
+    ("liblinear", "huber", {}, "liblinear"),
+    ("liblinear", "logistic", dict(kappa=0.1), "liblinear"),
+    ("liblinear", "logistic", dict(stop_when=lambda c: True), "stop_when"),
+    ("liblinear-dual", "squared_hinge", dict(fit_intercept=True), "liblinear-dual"),
+    ("liblinear-dual", "logistic", {}, "liblinear-dual"),
+    ("semismooth", "logistic", {}, "semismooth"),
+    ("semismooth", "squared_hinge", dict(kappa=0.1), "semismooth"),
+], ids=repr)
+def test_solver_rejects_what_it_cannot_solve(solver, loss, options, match):
+    X, y = random_problem(11, 50, 4, loss)
+    with pytest.raises(ValueError, match=match):
+        glru.fit(X, y, loss=loss, lam=0.1, solver=solver, **options)
 
 
 def test_warns_when_max_iter_is_too_small():
