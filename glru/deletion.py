@@ -92,7 +92,7 @@ from .multinomial import (
     MultinomialProblem,
     solve_multinomial,
 )
-from .newton_centres import NewtonCentres
+from .newton_centres import NewtonCentres, augmented_rows
 from .penalties import L2
 from .problem import GapEvaluation, Problem, absolute, as_dense, assemble_gap, row_norms_sq
 from .solver import dense_newton_solve, polish, solve
@@ -304,7 +304,7 @@ class RowDeletion:
         removal set."""
         key = np.sort(removed).tobytes()
         if self._block is None or self._block.key != key:
-            self._block = _Block(key, self.centres._rows(removed))
+            self._block = _Block(key, augmented_rows(self.centres.X, removed, self.centres.fit_intercept))
         return self._block
 
     def _reduced_solver(self, removed):
@@ -677,7 +677,7 @@ def pru_leave_k_out(deletion, removed):
     Returns (coef, intercept, r^{∖R})."""
     c = deletion.centres
     rows = np.asarray(removed)
-    Xr = c._rows(rows)
+    Xr = augmented_rows(c.X, rows, c.fit_intercept)
     weights = c.curvatures[rows]
     residuals = np.divide(-c.slopes[rows], weights, out=np.zeros(rows.size), where=weights > 0)
     hat = Xr @ c.full_solver(Xr.T) * weights[None, :]

@@ -28,6 +28,7 @@ from glru.deletion import (
 )
 from glru.duality import EPS
 from glru.multinomial import solve_multinomial
+from glru.newton_centres import augmented_rows
 from sklearn_ext.unlearning import GLRUUnlearner, UnlearningWarning, certify, forget
 
 from ._exact import exact_estimator
@@ -211,7 +212,7 @@ def test_pru_projection_identity_ridge(fit_intercept):
     z_paper = problem._join(paper_coef, paper_b)
     ref = exact_retrain(est, *remove(X, y, rows))
     z_exact = problem._join(ref.coef_, ref.intercept_)
-    Xr = problem.centres._rows(rows)
+    Xr = augmented_rows(problem.centres.X, rows, problem.centres.fit_intercept)
     z_identity = z0 + project_onto_rows(Xr, z_exact - z0)
     scale = 1 + np.linalg.norm(z0)
     np.testing.assert_allclose(z_paper, z_identity, atol=1e-10 * scale)
@@ -243,7 +244,7 @@ def test_pru_is_the_projected_newton_step(estimator):
     rows = np.array([1, 5, 9, 30])
     newton = problem._join(*problem.point(rows, "newton"))
     pru = problem._join(*problem.point(rows, "pru"))
-    Xr = problem.centres._rows(rows)
+    Xr = augmented_rows(problem.centres.X, rows, problem.centres.fit_intercept)
     z0 = problem.z0
     scale = 1 + np.linalg.norm(z0)
     np.testing.assert_allclose(pru, z0 + project_onto_rows(Xr, newton - z0), atol=1e-10 * scale)
