@@ -16,6 +16,7 @@ from sklearn.utils.extmath import row_norms
 
 from .duality import (EPS, correlation_error, enforce_zero_sum, fenchel_young_gap, gamma, gap_allowance, margin_error,
                       sound_gap)
+from .newton_centres import weighted_gram
 
 FINE_GAP_RANGE = 100.0  # see assemble_gap
 
@@ -140,6 +141,17 @@ class Problem:
         g_u = self.loss.derivative(self.y, self.margins(w, b)) / self.n
         g_w = self.XT @ g_u + self.penalty.lam * w
         return np.append(g_w, g_u.sum()) if self.fit_intercept else g_w
+
+    def hessian(self, z=None, curvatures=None):
+        """The Hessian of ``fun`` at z as a dense (d̃, d̃) array, (1/n)X̃ᵀDX̃ + λP, or for the given
+        mean-form row weights ``curvatures`` = ℓ''(x̃_i·z)/n instead of z's: for a few hundred
+        features (a d̃ × d̃ factorization is cheap there)."""
+        if curvatures is None:
+            curvatures = self.loss.second_derivative(self.y, self.margins(*self.split(z))) / self.n
+        hessian = weighted_gram(self.X, curvatures, self.fit_intercept)
+        penalized = np.arange(self.d)  # the intercept is not penalized
+        hessian[penalized, penalized] += self.penalty.lam
+        return hessian
 
     def hessp(self, z, v):
         w, b = self.split(z)

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg
 
 from .duality import EPS
-from .newton_centres import augmented_rows, weighted_gram
+from .newton_centres import augmented_rows
 
 ROOT_STEPS = 40  # evaluations of φ' at most in a line search (regula falsi, Illinois)
 SLOPE_SHARE = 1e-6  # of |φ'(0)| that |φ'(t)| must fall to: φ' is piecewise linear, a few evaluations
@@ -45,7 +45,7 @@ def semismooth_newton(problem, z, check, max_steps):
     longer decreases the objective, or H cannot be factored (:func:`_factor`). Returns the
     number of steps taken."""
     curvatures = _curvatures(problem, z)
-    hessian = _hessian(problem, curvatures)
+    hessian = problem.hessian(curvatures=curvatures)
     for step_count in range(max_steps):
         if check(*problem.split(z)):
             return step_count
@@ -61,7 +61,7 @@ def semismooth_newton(problem, z, check, max_steps):
         new = _curvatures(problem, z)
         changed = np.flatnonzero(new != curvatures)
         if changed.size > REFORM_SHARE * new.size:
-            hessian = _hessian(problem, new)
+            hessian = problem.hessian(curvatures=new)
         elif changed.size:
             _add_rows(hessian, problem, changed, new[changed] - curvatures[changed])
         curvatures = new
@@ -90,15 +90,6 @@ def _factor(hessian, problem):
 def _curvatures(problem, z):
     """ℓ''(x̃_i·z)/n, the mean form's row weights of H."""
     return problem.loss.second_derivative(problem.y, problem.margins(*problem.split(z))) / problem.n
-
-
-def _hessian(problem, curvatures):
-    hessian = weighted_gram(problem.X, curvatures, problem.fit_intercept)
-    diagonal = np.full(hessian.shape[0], problem.penalty.lam)
-    if problem.fit_intercept:
-        diagonal[-1] = 0.0  # the intercept is not penalized
-    hessian[np.diag_indices_from(hessian)] += diagonal
-    return hessian
 
 
 def _add_rows(hessian, problem, rows, weights):

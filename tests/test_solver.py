@@ -2,6 +2,7 @@
 warm-start, and exit early when asked (Remark 3)."""
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,7 +11,7 @@ from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 
 import glru
-from glru.solver import curvature_sample
+from glru.solver import SEMISMOOTH_CHEAP_DIM, curvature_sample
 
 from ._problems import random_problem
 
@@ -199,13 +200,46 @@ def test_warns_when_max_iter_is_too_small():
 
 
 def test_auto_follows_the_benchmark():
-    """docs/benchmarks.md: trust-region Newton unless kappa > 0 (dual coordinate descent, faster
+    """docs/benchmarks.md: trust-region Newton unless kappa > 0, or semismooth Newton for a
+    piecewise quadratic loss where its factorizations are cheap (dual coordinate descent, faster
     on cold squared-hinge fits, is only taken when asked for: its row order is random)."""
     X, y = random_problem(13, 60, 4, "logistic")
     assert glru.fit(X, y, lam=0.1).solver_ == "newton"
-    assert glru.fit(X, y, loss="squared_hinge", lam=0.1).solver_ == "newton"
-    assert glru.fit(X, y, loss="smoothed_hinge", lam=0.1).solver_ == "newton"
+    assert glru.fit(X, y, loss="squared_hinge", lam=0.1).solver_ == "semismooth"
+    assert glru.fit(X, y, loss="smoothed_hinge", lam=0.1).solver_ == "semismooth"
     assert glru.fit(X, y, lam=0.1, kappa=0.01).solver_ == "l-bfgs-b"
+    wide, y = random_problem(13, 60, SEMISMOOTH_CHEAP_DIM + 1, "logistic", sparse=True, density=0.02)
+    assert glru.fit(wide, y, loss="squared_hinge", lam=0.1).solver_ == "newton"
+
+
+def scaled_problem(seed, n, d, sparse):
+    """Columns scaled over six decades (unstandardized features of mixed units)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * 10.0 ** rng.uniform(-3, 3, size=d)
+    if sparse:
+        X[rng.random((n, d)) < 0.5] = 0.0
+    y = np.where(rng.standard_normal(n) + X @ rng.standard_normal(d) / np.linalg.norm(X, axis=0).mean() > 0, 1, -1)
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("method", ["auto", "liblinear-dual"])
+def test_squared_hinge_on_badly_scaled_columns_converges(seed, method):
+    """Trust-region Newton and then LIBLINEAR's primal Newton stopped at relative gaps of 0.01 to 0.6 on 5 of these 6 (1000 iterations); LIBLINEAR's dual crawls
+    on such columns and, at its iteration limit, switches to that primal Newton. Semismooth
+    Newton (the default here, and the dual's finish) converges in a few steps."""
+    X, y = scaled_problem(seed, 24, 155, seed % 2 == 0)
+    fit = glru.fit(X, y, loss="squared_hinge", lam=1 / (24 * 5.0), tol=1e-12, solver=method)
+    assert fit.converged_ and fit.relative_gap() <= 1e-12 and "semismooth" in fit.solver_
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])
+def test_elastic_net_on_badly_scaled_columns_converges(seed):
+    """L-BFGS-B on w stopped at relative gaps of 2.9 to 112 on these five (1000 iterations); on
+    the Jacobi-scaled variables it converges."""
+    X, y = scaled_problem(seed, 95, 48, seed % 2 == 0)
+    fit = glru.fit(X, y, lam=0.8 / (95 * 18), kappa=0.2 / (95 * 18), tol=1e-12)
+    assert fit.converged_ and fit.relative_gap() <= 1e-12
 
 
 def test_stalled_trust_region_is_finished_exactly(shared_data):
