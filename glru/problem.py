@@ -142,12 +142,10 @@ class Problem:
         g_w = self.XT @ g_u + self.penalty.lam * w
         return np.append(g_w, g_u.sum()) if self.fit_intercept else g_w
 
-    def hessian(self, z=None, curvatures=None):
-        """The Hessian of ``fun`` at z as a dense (d̃, d̃) array, (1/n)X̃ᵀDX̃ + λP, or for the given
-        mean-form row weights ``curvatures`` = ℓ''(x̃_i·z)/n instead of z's: for a few hundred
-        features (a d̃ × d̃ factorization is cheap there)."""
-        if curvatures is None:
-            curvatures = self.loss.second_derivative(self.y, self.margins(*self.split(z))) / self.n
+    def hessian(self, curvatures):
+        """The Hessian (1/n)X̃ᵀDX̃ + λP as a dense (d̃, d̃) array for the mean-form row weights
+        ``curvatures`` = ℓ''(x̃_i·z)/n: for a few hundred features (a d̃ × d̃ factorization is
+        cheap there)."""
         hessian = weighted_gram(self.X, curvatures, self.fit_intercept)
         penalized = np.arange(self.d)  # the intercept is not penalized
         hessian[penalized, penalized] += self.penalty.lam

@@ -45,7 +45,7 @@ def semismooth_newton(problem, z, check, max_steps):
     longer decreases the objective, or H cannot be factored (:func:`_factor`). Returns the
     number of steps taken."""
     curvatures = _curvatures(problem, z)
-    hessian = problem.hessian(curvatures=curvatures)
+    hessian = problem.hessian(curvatures)
     for step_count in range(max_steps):
         if check(*problem.split(z)):
             return step_count
@@ -61,7 +61,7 @@ def semismooth_newton(problem, z, check, max_steps):
         new = _curvatures(problem, z)
         changed = np.flatnonzero(new != curvatures)
         if changed.size > REFORM_SHARE * new.size:
-            hessian = problem.hessian(curvatures=new)
+            hessian = problem.hessian(new)
         elif changed.size:
             _add_rows(hessian, problem, changed, new[changed] - curvatures[changed])
         curvatures = new

@@ -29,7 +29,7 @@ question is already answered (the paper's Remark 3).
   the signs are right; the duality gap decides when to stop either way.
 
 ``method="auto"`` picks the elastic-net path when kappa > 0, semismooth Newton for a piecewise
-quadratic loss where its factorizations are cheap (:func:`_semismooth_is_cheap`), and
+quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`), and
 trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py`` (numbers in
 ``docs/benchmarks.md``). A Newton solve whose trust region collapses (it happens on piecewise
 quadratic losses at small lam) is finished by semismooth Newton where that is cheap, else by
@@ -119,21 +119,21 @@ def _auto_method(problem):
     # squared-hinge fits (see the module's docstring) but is not chosen here: it takes no start,
     # and it visits the rows in the order of C's rand(), so two equal calls stop at different
     # points within the tolerance; callers that certify or polish what it returns ask for it.
-    # Semismooth Newton where its factorizations are cheap (:func:`_semismooth_is_cheap`), for
+    # Semismooth Newton where its factorizations are cheap (:func:`_semismooth_by_default`), for
     # larger d̃ where callers can weigh them against the data's size (glru.cross_validation)
     if problem.penalty.kappa > 0:
         return "l-bfgs-b"
-    return "semismooth" if _semismooth_applies(problem) and _semismooth_is_cheap(problem) else "newton"
+    return "semismooth" if _semismooth_by_default(problem) else "newton"
 
 
-def _semismooth_is_cheap(problem):
-    """Whether semismooth Newton's d̃ × d̃ factorizations are cheap enough (d̃ ≤
-    ``SEMISMOOTH_CHEAP_DIM``, a few ms each) to be the default for a piecewise quadratic loss.
+def _semismooth_by_default(problem):
+    """Whether semismooth Newton applies and its d̃ × d̃ factorizations are cheap enough (d̃ ≤
+    ``SEMISMOOTH_CHEAP_DIM``, a few ms each) for it to be the default for a piecewise quadratic loss.
     There trust-region Newton–CG zigzags with the pieces, and on columns scaled over decades
     its CG crawls: squared hinge, 2179 × 154 sparse with columns scaled over six decades,
     C = 44: 11.5 s against 0.02 s; dense 1824 × 165, C = 0.11: 0.78 s against 0.04 s. Where both
     are quick (unscaled columns) they take the same few ms."""
-    return problem.d + problem.fit_intercept <= SEMISMOOTH_CHEAP_DIM
+    return _semismooth_applies(problem) and problem.d + problem.fit_intercept <= SEMISMOOTH_CHEAP_DIM
 
 
 SEMISMOOTH_CHEAP_DIM = 512
@@ -196,7 +196,7 @@ def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, semismooth
     if monitor.done(tol) or n_iter >= max_iter:
         return monitor.result("newton", n_iter)
     best_coef, best_intercept, _ = monitor.best
-    if semismooth_finish and _semismooth_applies(problem) and _semismooth_is_cheap(problem):
+    if semismooth_finish and _semismooth_by_default(problem):
         finish = _solve_semismooth(problem, best_coef, best_intercept, tol, max_iter - n_iter, stop_when)
         finish.n_iter += n_iter
         finish.method = "newton+" + finish.method
@@ -338,7 +338,7 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     options = f"-s 1 -c {_liblinear_C(problem, 1)!r} -q"
     ll_problem = _liblinear_problem(problem)
     # where semismooth Newton is cheap, one loose run gives it its start (see _DUAL_EPS_START)
-    cheap = _semismooth_is_cheap(problem)
+    cheap = _semismooth_by_default(problem)
     eps, n_iter = _DUAL_EPS_START if cheap else _DUAL_EPS_FIRST, 0
     while n_iter < max_iter and eps >= _DUAL_EPS_LAST:
         n_iter += 1

@@ -2,8 +2,8 @@
 warm-start, and exit early when asked (Remark 3)."""
 
 import numpy as np
-import scipy.sparse as sp
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
@@ -225,9 +225,10 @@ def scaled_problem(seed, n, d, sparse):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("method", ["auto", "liblinear-dual"])
 def test_squared_hinge_on_badly_scaled_columns_converges(seed, method):
-    """Trust-region Newton and then LIBLINEAR's primal Newton stopped at relative gaps of 0.01 to 0.6 on 5 of these 6 (1000 iterations); LIBLINEAR's dual crawls
-    on such columns and, at its iteration limit, switches to that primal Newton. Semismooth
-    Newton (the default here, and the dual's finish) converges in a few steps."""
+    """Trust-region Newton and then LIBLINEAR's primal Newton stopped at relative gaps of 0.01
+    to 0.6 on 5 of these 6 (1000 iterations); LIBLINEAR's dual crawls on such columns and, at
+    its iteration limit, switches to that primal Newton. Semismooth Newton (the default here,
+    and the dual's finish) converges in a few steps."""
     X, y = scaled_problem(seed, 24, 155, seed % 2 == 0)
     fit = glru.fit(X, y, loss="squared_hinge", lam=1 / (24 * 5.0), tol=1e-12, solver=method)
     assert fit.converged_ and fit.relative_gap() <= 1e-12 and "semismooth" in fit.solver_
