@@ -387,7 +387,8 @@ def _intersect(a, b, centre=None):
     lower, upper = np.maximum(a.lower, b.lower), np.minimum(a.upper, b.upper)
     coef, intercept = centre if centre is not None else (a.coef, a.intercept)
     outcome = HeldOutOutcome(lower, upper, a.values, coef, intercept, solved=False)
-    outcome.rounded, outcome.radius = a.rounded, min(a.radius, b.radius)
+    # the values, and so whether they are at rounding level and their zero band, are a's
+    outcome.rounded, outcome.radius, outcome.zero_band = a.rounded, min(a.radius, b.radius), a.zero_band
     if np.all(outcome.decided):
         outcome.coef = None
     return outcome

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from sklearn.feature_selection import SequentialFeatureSelector
 from sklearn.linear_model import LogisticRegression, SGDClassifier
@@ -114,6 +114,10 @@ def test_backward_auto_keeps_everything_when_every_removal_hurts():
 @given(seed=st.integers(0, 10_000), n=st.integers(24, 60), d=st.integers(2, 6), C=st.floats(1e-2, 1e2),
        fit_intercept=st.booleans(), svc=st.booleans(), sparse=st.booleans(), forward=st.booleans(),
        kfold=st.booleans())
+# feature 0 is 0 in every row of a balanced fold: keeping it alone gives exact decision values of 0
+# (label 0); the intersection of its two certificates dropped their zero band, and its rounding
+# residue, 1.7e-16, was read as positive
+@example(seed=40, n=24, d=2, C=1.0, fit_intercept=True, svc=False, sparse=True, forward=False, kfold=False)
 def test_property_selection_equals_exact_refits(seed, n, d, C, fit_intercept, svc, sparse, forward, kfold):
     X, y = labelled(seed, n, d, sparse=sparse)
     if np.unique(y).size < 2:
