@@ -13,9 +13,11 @@ LinearSVC(C, loss="squared_hinge", penalty="l2")                squared hinge 1/
 
 A penalized intercept is a constant column of value ``intercept_scaling`` with the same L2
 penalty (LIBLINEAR's convention); the fitted ``intercept_`` is that scaling times its weight.
-A :class:`~sklearn.pipeline.Pipeline` is supported when every step before the model
-transforms each row on its own, without learning from the data (then transforming all rows
-once equals transforming each fold's rows). Anything else raises :class:`Unsupported`.
+A :class:`~sklearn.pipeline.Pipeline` is supported by the certificates from one full fit when
+every step before the model transforms each row on its own, without learning from the data
+(then transforming all rows once equals transforming each fold's rows, :func:`is_row_wise`);
+cross-validation also takes steps that learn from the training rows, one fold at a time
+(:mod:`glru.fold_refit`). Anything else raises :class:`Unsupported`.
 """
 
 import numbers
@@ -105,17 +107,33 @@ def is_ridge(estimator):
     return type(estimator) is Ridge
 
 
-def split_pipeline(estimator):
-    """(row-wise preprocessing or None, final estimator) of a supported estimator."""
+def pipeline_steps(estimator):
+    """(preprocessing Pipeline or None, final estimator) of an estimator or Pipeline."""
     if not isinstance(estimator, Pipeline):
         return None, estimator
-    for name, step in estimator.steps[:-1]:
-        if step is not None and step != "passthrough" and type(step) not in ROW_WISE:
+    return estimator[:-1], estimator.steps[-1][1]
+
+
+def is_row_wise(preprocessing):
+    """Whether every step transforms each row on its own without learning from the data (then
+    transforming all rows once equals transforming each fold's rows)."""
+    return all(_is_row_wise_step(step) for _, step in preprocessing.steps)
+
+
+def _is_row_wise_step(step):
+    return step is None or step == "passthrough" or type(step) in ROW_WISE
+
+
+def split_pipeline(estimator):
+    """(row-wise preprocessing or None, final estimator) of a supported estimator."""
+    preprocessing, final = pipeline_steps(estimator)
+    for name, step in preprocessing.steps if preprocessing is not None else ():
+        if not _is_row_wise_step(step):
             raise Unsupported(
                 f"Pipeline step {name!r} ({type(step).__name__}) learns from the training rows, so each fold "
                 "would transform the data differently; only row-wise stateless steps "
                 f"({', '.join(t.__name__ for t in ROW_WISE)}) are supported")
-    return estimator[:-1], estimator.steps[-1][1]
+    return preprocessing, final
 
 
 def _check_C(C):

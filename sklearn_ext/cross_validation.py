@@ -12,23 +12,27 @@ centre.
 import warnings
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn import model_selection
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, is_classifier
 from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import accuracy_score, check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.pipeline import Pipeline
-from sklearn.utils import RegressorTags
+from sklearn.utils import RegressorTags, _safe_indexing
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, check_X_y, indexable
+from sklearn.utils.validation import check_is_fitted, check_X_y, column_or_1d, indexable
 
+import glru
 from glru._validation import check_X
-from glru.cross_validation import Fold, cross_validate
+from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
+from glru.fold_refit import refit_fold
 from glru.multinomial_cv import cross_validate_multinomial
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
+from glru.solver import polish
 
-from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
+from ._adapters import Unsupported, is_ridge, is_row_wise, linear_model, pipeline_steps, ridge_alpha, split_pipeline
 
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
@@ -64,8 +68,10 @@ class GLRUCrossValidator(BaseEstimator):
     ----------
     estimator : estimator
         ``LogisticRegression`` (L2 or elastic net with ``l1_ratio < 1``), ``LinearSVC``
-        (squared hinge, L2), or a Pipeline of row-wise stateless steps ending in one of them.
-        Multiclass targets: one-vs-rest for ``LinearSVC`` and ``solver="liblinear"``
+        (squared hinge, L2), or a Pipeline ending in one of them: row-wise stateless steps
+        go through the certificates; steps that learn from the training rows (a
+        ``StandardScaler``; binary targets) are fitted on each fold's training rows and the
+        fold solved exactly on their output (:meth:`_fit_learned`). Multiclass targets: one-vs-rest for ``LinearSVC`` and ``solver="liblinear"``
         (:mod:`glru.one_vs_rest`), multinomial for the other ``LogisticRegression`` solvers, L2
         only (:mod:`glru.multinomial_cv`). Anything else falls back to scikit-learn with a
         :class:`FallbackWarning` that says why.
@@ -119,12 +125,17 @@ class GLRUCrossValidator(BaseEstimator):
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         try:  # the estimator first: one glru cannot compute gets scikit-learn the data as given
-            preprocessing, final = split_pipeline(self.estimator)
+            preprocessing, final = pipeline_steps(self.estimator)
+            learned = preprocessing is not None and not is_row_wise(preprocessing)
+            if learned and is_ridge(final):
+                split_pipeline(self.estimator)  # (raises, naming the step)
             alpha = ridge_alpha(final) if is_ridge(final) else None
             model = None if is_ridge(final) else linear_model(final)
         except Unsupported as reason:
             X, y, groups = indexable(X, y, groups)
             return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit)
+        if learned:  # the steps see X as given (a DataFrame, missing values for an imputer, ...)
+            return self._fit_learned(X, y, groups, cv, scorer, preprocessing, model, refit)
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
                          y_numeric=is_ridge(final))
         try:
@@ -177,6 +188,57 @@ class GLRUCrossValidator(BaseEstimator):
         self.timings_ = result.timings
         return self
 
+    def _fit_learned(self, X, y, groups, cv, scorer, preprocessing, model, refit):
+        """A Pipeline whose steps learn from the training rows (a ``StandardScaler``): each fold's
+        steps are fitted on its training rows, as scikit-learn fits them, and its model solved
+        exactly on what they output (:func:`glru.fold_refit.refit_fold`), from the full fit, in
+        parallel through joblib. No fold is skipped: the certificates from one full fit need
+        one X for all folds. A step that fails (on any rows) hands the whole computation to
+        scikit-learn, whose error handling (``error_score``) then applies."""
+        X, y, groups = indexable(X, y, groups)
+        y = column_or_1d(y, warn=True)
+        splits = list(cv.split(X, y, groups))
+        classes = np.unique(y)
+        try:
+            if type_of_target(y) != "binary":
+                raise Unsupported(f"a {type_of_target(y)} target with a Pipeline step that learns from the training "
+                                  "rows (binary targets are computed fold by fold)")
+            trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size >= 2]
+            if not trainable:
+                raise Unsupported("no training fold holds two classes")
+            full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
+        except Unsupported as reason:
+            return self._fall_back(X, y, splits, str(reason), refit)
+        if isinstance(full, _StepFailed):
+            return self._fall_back(X, y, splits, str(full), refit)
+        self.fallback_reason_ = None
+        need = _response_needed(scorer)
+        y_model = np.where(y == classes[1], 1.0, -1.0)
+        full_pre, X_full = full
+        penalty = model.penalty_for(y.shape[0])
+        fitted = glru.fit(X_full, y_model, loss=model.loss, lam=penalty.lam, kappa=penalty.kappa,
+                          fit_intercept=model.fit_intercept, tol=TOL_ROUNDING, cache_certificates=False)
+        coef, intercept = polish(fitted.problem, fitted.coef_, fitted.intercept_)  # the exact optimum, to rounding
+        results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
+            delayed(_refit_learned_fold)(preprocessing, model, X, y, y_model, splits[k], (coef, intercept), need)
+            for k in trainable)
+        failed = next((r for r in results if isinstance(r, _StepFailed)), None)
+        if failed is not None:
+            return self._fall_back(X, y, splits, str(failed), refit)
+        n_features = X_full.shape[1] - (model.intercept_scaling is not None)
+        self.estimator_ = self._assemble(full_pre, model.fitted(coef, intercept, classes, n_features))
+        self._set_scores(X, y, splits, scorer, trainable, [
+            HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(
+                pre, model.fitted(outcome.coef, outcome.intercept, classes, outcome.coef.shape[0]
+                                  - (model.intercept_scaling is not None)))
+            for pre, outcome in results])
+        self.n_certified_, self.n_retrained_ = 0, len(trainable)
+        self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for _, o in results]),
+                                                 np.concatenate([o.upper for _, o in results])])
+        self.held_out_indices_ = np.concatenate([splits[k][1] for k in trainable])
+        self.timings_ = {}
+        return self
+
     def _fit_ridge(self, X, y, splits, scorer, preprocessing, alpha, fit_intercept):
         """Ridge: every fold's held-out predictions in closed form (:mod:`glru.ridge`), exact."""
         self.fallback_reason_ = None
@@ -221,7 +283,7 @@ class GLRUCrossValidator(BaseEstimator):
         scores = np.full(len(splits), np.nan)
         for k, predictor in zip(trainable, held_out):
             test = splits[k][1]
-            scores[k] = _score(scorer, predictor, X[test], y[test], self.error_score)
+            scores[k] = _score(scorer, predictor, _safe_indexing(X, test), y[test], self.error_score)
         for k in sorted(set(range(len(splits))) - set(trainable)):
             scores[k] = self._one_class_fold(X, y, splits[k])
         self.scores_ = scores
@@ -231,7 +293,7 @@ class GLRUCrossValidator(BaseEstimator):
         that as cross_val_score does (raise, or warn and use ``error_score``)."""
         train, test = split
         try:
-            clone(self.estimator).fit(X[train], y[train])
+            clone(self.estimator).fit(_safe_indexing(X, train), y[train])
         except Exception as error:
             if self.error_score == "raise":
                 raise
@@ -257,6 +319,44 @@ class GLRUCrossValidator(BaseEstimator):
         self.decision_bounds_ = self.held_out_indices_ = None
         self.estimator_ = clone(self.estimator).fit(X, y) if refit and np.unique(y).size > 1 else None
         return self
+
+
+class _StepFailed:
+    """A preprocessing step that raised on some rows (the reason for a fallback)."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def __str__(self):
+        return f"a Pipeline step failed: {self.error!r}"
+
+
+def _transformed(preprocessing, model, X, y, rows):
+    """(the steps fitted on ``rows``, the model's design matrix of those rows), as a Pipeline's
+    fit computes them, or :class:`_StepFailed`."""
+    steps = clone(preprocessing)
+    try:
+        return steps, model.design(check_X(steps.fit_transform(_safe_indexing(X, rows), y[rows])))
+    except Exception as error:  # any step's error: scikit-learn's own computation reports it its way
+        return _StepFailed(error)
+
+
+def _refit_learned_fold(preprocessing, model, X, y, y_model, split, start, need):
+    """(fitted steps, :class:`~glru.held_out.HeldOutOutcome`) of one split whose steps learn from
+    its training rows; the fold starts from the full fit where the dimensions agree."""
+    train, test = split
+    fitted = _transformed(preprocessing, model, X, y, train)
+    if isinstance(fitted, _StepFailed):
+        return fitted
+    steps, X_train = fitted
+    try:
+        X_test = model.design(check_X(steps.transform(_safe_indexing(X, test)), n_features=X_train.shape[1]
+                                      - (model.intercept_scaling is not None)))
+    except Exception as error:
+        return _StepFailed(error)
+    coef, intercept = start if start[0].shape[0] == X_train.shape[1] else (None, 0.0)
+    return steps, refit_fold(X_train, y_model[train], X_test, model.loss, model.penalty_for(train.size),
+                             model.fit_intercept, coef, intercept, need)
 
 
 def cross_validate_multiclass(model, X_model, y, classes, folds, need, **parallel):

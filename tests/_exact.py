@@ -91,6 +91,7 @@ class TiesToFirstClass(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             final = self.model[-1] if hasattr(self.model, "steps") else self.model
             design = self.model[:-1].transform(X) if hasattr(self.model, "steps") else X
+            design = design if sp.issparse(design) else np.asarray(design, dtype=float)  # (object from a ColumnTransformer)
             norms = np.sqrt(np.asarray(design.multiply(design).sum(axis=1)).ravel() if sp.issparse(design)
                             else np.einsum("ij,ij->i", design, design))
             scale = norms * np.linalg.norm(final.coef_) + np.abs(final.intercept_).sum()

@@ -9,8 +9,10 @@ import scipy.sparse as sp
 from hypothesis import example, given
 from hypothesis import strategies as st
 from sklearn import model_selection
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.compose import make_column_transformer
 from sklearn.exceptions import FitFailedWarning
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics import check_scoring, make_scorer, matthews_corrcoef
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
@@ -169,7 +171,6 @@ def test_row_wise_pipeline_is_exact():
 
 @pytest.mark.parametrize("estimator,why", [
     (SGDClassifier(random_state=0), "SGDClassifier is not supported"),
-    (make_pipeline(StandardScaler(), LogisticRegression()), "learns from the training rows"),
     (LogisticRegression(l1_ratio=1.0, solver="saga"), "l1_ratio"),
     (LogisticRegression(class_weight="balanced"), "class_weight"),
     (LinearSVC(loss="hinge"), "squared_hinge"),
@@ -185,17 +186,119 @@ def test_unsupported_estimators_fall_back_with_reason(estimator, why):
     np.testing.assert_array_equal(got, expected)
 
 
-def test_fallback_gets_the_data_as_given():
-    # strings that only the pipeline's encoder turns into numbers: glru must not convert them first
+def test_pipeline_gets_the_data_as_given():
+    # strings that only the pipeline's encoder turns into numbers: glru must not convert them first;
+    # the encoder learns from each fold's training rows, so each fold is solved on its own output
     X = np.array([["a", 1.0], ["b", 2.0], ["a", 3.5], ["b", 0.5], ["c", 4.0]] * 8, dtype=object)
     y = np.array([0, 1, 0, 1, 1] * 8)
     est = make_pipeline(make_column_transformer((OneHotEncoder(), [0]), remainder="passthrough"), LogisticRegression())
-    with pytest.warns(FallbackWarning, match="ColumnTransformer"):
-        got = cross_val_score(est, X, y, cv=4)
-    np.testing.assert_array_equal(got, model_selection.cross_val_score(est, X, y, cv=4))
-    with pytest.warns(FallbackWarning):
-        validator = GLRUCrossValidator(est, cv=4).fit(X, y)
+    cv = KFold(4, shuffle=True, random_state=0)
+    got = cross_val_score(est, X, y, cv=cv)
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, cv))
+    validator = GLRUCrossValidator(est, cv=cv).fit(X, y)
+    assert validator.fallback_reason_ is None
     assert validator.estimator_.predict(X).shape == (40,)
+
+
+# pipelines whose steps learn from the training rows: every fold solved on its own transformed rows
+LEARNED = [
+    make_pipeline(StandardScaler(), LogisticRegression(C=0.5)),
+    make_pipeline(StandardScaler(), LogisticRegression(C=3.0, fit_intercept=False)),
+    make_pipeline(StandardScaler(), LinearSVC(C=0.3)),
+    make_pipeline(StandardScaler(), LogisticRegression(C=0.5, l1_ratio=0.5, solver="saga")),
+]
+
+
+def scaled_problem(seed, n, d, sparse):
+    """Columns scaled over four decades and (dense) shifted: what a StandardScaler is for."""
+    X, y = random_problem(seed, n, d, "logistic", sparse=sparse)
+    scales = np.logspace(-2, 2, d)
+    X = sp.csr_matrix(X.multiply(scales)) if sparse else X * scales + 3.0
+    return X, labels01(y)
+
+
+def learned(estimator, sparse):
+    """``estimator`` with a StandardScaler that sparse input allows (no centring)."""
+    return clone(estimator).set_params(standardscaler__with_mean=not sparse)
+
+
+@pytest.mark.parametrize("estimator", LEARNED, ids=lambda e: repr(e[-1]))
+@pytest.mark.parametrize("cv", [LeaveOneOut(), KFold(5, shuffle=True, random_state=0)], ids=["loo", "kfold"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_pipeline_learning_from_the_training_rows_equals_exact_refits(estimator, cv, sparse):
+    X, y = scaled_problem(12, 30, 6, sparse)
+    estimator = learned(estimator, sparse)
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert validator.fallback_reason_ is None
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+    assert validator.n_certified_ == 0 and validator.n_retrained_ == cv.get_n_splits(X)
+    values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
+                             for train, test in cv.split(X, y)])
+    lower, upper = validator.decision_bounds_.T
+    assert np.all((lower - 1e-9 <= values) & (values <= upper + 1e-9))
+    exact = exact_fold_estimator(estimator, X, y, np.arange(X.shape[0]))
+    np.testing.assert_allclose(validator.estimator_.decision_function(X), exact.decision_function(X), rtol=1e-6,
+                               atol=1e-8)
+
+
+@pytest.mark.parametrize("scoring", ["roc_auc", "neg_log_loss"])
+def test_pipeline_learning_from_the_training_rows_value_scorers(scoring):
+    X, y = scaled_problem(13, 50, 8, False)
+    estimator = make_pipeline(StandardScaler(), LogisticRegression(C=2.0))
+    cv = StratifiedKFold(5, shuffle=True, random_state=3)
+    got = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+    np.testing.assert_allclose(got, exact_scores(estimator, X, y, cv, scoring), rtol=1e-6, atol=1e-9)
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(10, 40), d=st.integers(1, 12), C=st.floats(1e-2, 1e2),
+       svc=st.booleans(), sparse=st.booleans(), loo=st.booleans())
+def test_property_pipeline_learning_from_the_training_rows(seed, n, d, C, svc, sparse, loo):
+    X, y = scaled_problem(seed, n, d, sparse)
+    estimator = learned(make_pipeline(StandardScaler(), LinearSVC(C=C) if svc else LogisticRegression(C=C)), sparse)
+    cv = LeaveOneOut() if loo else KFold(4, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)  # folds with one training class: scikit-learn's nan
+        got = GLRUCrossValidator(estimator, cv=cv).fit(X, y).scores_
+    ok = [np.unique(y[train]).size == 2 for train, _ in cv.split(X, y)]
+    np.testing.assert_array_equal(got[ok], exact_scores(estimator, X, y, _Only(cv, ok)))
+
+
+def test_pipeline_with_an_imputer_takes_missing_values():
+    X, y = scaled_problem(14, 40, 5, False)
+    X[::7, 2] = np.nan
+    estimator = make_pipeline(SimpleImputer(), StandardScaler(), LogisticRegression(C=0.4))
+    cv = KFold(4, shuffle=True, random_state=1)
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert validator.fallback_reason_ is None
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+
+
+class _FitsOnAllRowsOnly(TransformerMixin, BaseEstimator):
+    """A step that refuses to be fitted on fewer than 40 rows (every training fold below)."""
+
+    def fit(self, X, y=None):
+        if X.shape[0] < 40:
+            raise ValueError("fewer than 40 rows")
+        return self
+
+    def transform(self, X):
+        return X
+
+
+def test_pipeline_step_failing_on_a_fold_falls_back_to_scikit_learn():
+    X, y = scaled_problem(15, 40, 3, False)
+    estimator = make_pipeline(_FitsOnAllRowsOnly(), StandardScaler(), LogisticRegression())
+    with pytest.warns(FallbackWarning, match="fewer than 40 rows"), pytest.raises(ValueError, match="fits failed"):
+        cross_val_score(estimator, X, y, cv=4)
+
+
+def test_pipeline_learning_from_the_training_rows_multiclass_falls_back():
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(45, 3)), np.repeat([0, 1, 2], 15)
+    estimator = make_pipeline(StandardScaler(), LogisticRegression())
+    with pytest.warns(FallbackWarning, match="multiclass"):
+        got = cross_val_score(estimator, X, y, cv=3)
+    np.testing.assert_array_equal(got, model_selection.cross_val_score(estimator, X, y, cv=3))
 
 
 def test_multiclass_and_fit_params_fall_back():
