@@ -290,10 +290,29 @@ def _liblinear_C(problem, solver):
 
 
 def _liblinear_problem(problem):
+    """``problem``'s data as a LIBLINEAR ``problem``, built vectorised: LIBLINEAR's Python
+    constructor copies a CSR matrix one row per Python iteration unless numba is installed (not
+    a dependency): 7 ms of a 28 ms dual solve on a fold of sparse 2000 × 5000, this 0.4 ms. The
+    layout is its own (``x_space`` of feature nodes, each row ending in a bias node and a −1
+    terminator, ``rowptr`` to the rows, which ``set_bias`` uses)."""
     from liblinear import liblinear as ll
 
-    # LIBLINEAR converts dense rows one by one in Python; CSR goes through a vectorised path
-    ll_problem = ll.problem(problem.y, problem.X if sp.issparse(problem.X) else sp.csr_matrix(problem.X))
+    X = sp.csr_matrix(problem.X)
+    if not X.has_sorted_indices:  # LIBLINEAR walks a row's nodes in increasing index
+        X = X.sorted_indices()
+    n = X.shape[0]
+    ll_problem = ll.problem.__new__(ll.problem)
+    ll_problem.l, ll_problem.n, ll_problem.bias = n, X.shape[1], -1
+    ll_problem.rowptr = X.indptr.astype(np.int64) + 2 * np.arange(n + 1)
+    ll_problem.x_space = x_space = np.empty(X.nnz + 2 * n, dtype=ll.feature_node)
+    x_space["index"] = -1
+    stored = np.arange(X.nnz) + 2 * np.repeat(np.arange(n), np.diff(X.indptr))
+    x_space["index"][stored], x_space["value"][stored] = X.indices + 1, X.data
+    ll_problem.y = (ctypes.c_double * n)(*problem.y) if n < 64 else (ctypes.c_double * n).from_buffer_copy(
+        np.ascontiguousarray(problem.y, dtype=np.float64))
+    ll_problem.x = (ctypes.POINTER(ll.feature_node) * n)()
+    rows = np.ctypeslib.as_array(ctypes.cast(ll_problem.x, ctypes.POINTER(ctypes.c_uint64)), (n,))
+    rows[:] = ll_problem.rowptr[:-1] * ctypes.sizeof(ll.feature_node) + x_space.ctypes.data
     ll_problem.set_bias(1.0 if problem.fit_intercept else -1.0)
     return ll_problem
 
