@@ -7,6 +7,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --quick --kfold-only   # a9a.t only
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --kfold-only           # a9a.t, its neighbours, others
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --shapes               # synthetic shapes only (~5 min)
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipelines            # StandardScaler Pipelines only
 
 K-fold rows report the median of ``--repeats`` interleaved runs of each computation.
 
@@ -29,10 +30,11 @@ import scipy.sparse as sp
 import sklearn
 from liblinear import liblinearutil
 from sklearn.base import clone
-from sklearn.datasets import load_svmlight_file
+from sklearn.datasets import load_iris, load_svmlight_file, load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.model_selection import cross_val_score as sklearn_cross_val_score
+from sklearn.pipeline import make_pipeline, Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
@@ -68,22 +70,27 @@ def liblinear_cv(X, y, estimator, folds):
 def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
     """One table row. With ``repeats`` > 1 the three computations are run that many times in
     turn (glru, scikit-learn, LIBLINEAR, glru, ...) and each time is the median of its runs:
-    sub-second timings on a shared machine move by ±30 % from one run to the next."""
+    sub-second timings on a shared machine move by ±30 % from one run to the next. A Pipeline
+    (steps that learn from each fold's training rows) has no LIBLINEAR counterpart."""
+    final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     runs = [[], [], []]
     for _ in range(repeats):
         validator, t, _ = timed(lambda: GLRUCrossValidator(estimator, cv=cv).fit(X, y))
         runs[0].append(t)
         reference, t, _ = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv))
         runs[1].append(t)
-        runs[2].append(timed(lambda: liblinear_cv(X, y, estimator, liblinear_folds))[1])
-    t_glru, t_sk, t_ll = (float(np.median(r)) for r in runs)
+        if final is estimator:
+            runs[2].append(timed(lambda: liblinear_cv(X, y, estimator, liblinear_folds))[1])
+    t_glru, t_sk = (float(np.median(r)) for r in runs[:2])
+    t_ll = float(np.median(runs[2])) if runs[2] else np.nan
     if memory:  # separate runs: tracing allocations slows both down
         m_glru = timed(lambda: GLRUCrossValidator(estimator, cv=cv).fit(X, y), memory=True)[2]
         m_sk = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv), memory=True)[2]
     agree = int(np.sum(validator.scores_ == reference))
-    row = (f"| {name} | {estimator.fit_intercept} | {validator.scores_.mean():.4f} | {agree}/{len(reference)} | "
-           f"{validator.n_certified_} | {validator.n_retrained_} | {t_glru:.2f} | {t_sk:.2f} | {t_ll:.2f} | "
-           f"**{t_sk / t_glru:.1f}×** | **{t_ll / t_glru:.1f}×** |")
+    row = (f"| {name} | {final.fit_intercept} | {validator.scores_.mean():.4f} | {agree}/{len(reference)} | "
+           f"{validator.n_certified_} | {validator.n_retrained_} | {t_glru:.2f} | {t_sk:.2f} | "
+           + (f"{t_ll:.2f} | **{t_sk / t_glru:.1f}×** | **{t_ll / t_glru:.1f}×** |" if runs[2]
+              else f"— | **{t_sk / t_glru:.1f}×** | — |"))
     row += f" {m_glru / 2**20:.0f} / {m_sk / 2**20:.0f} MiB |" if memory else " |"
     if agree < len(reference) and not isinstance(cv, LeaveOneOut):
         row += exact_sklearn(estimator, X, y, cv, validator.scores_, t_glru, repeats)
@@ -92,8 +99,9 @@ def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
 
 def exact_sklearn(estimator, X, y, cv, exact_scores, t_glru, repeats):
     """' tol | s and ratio |' of scikit-learn at the largest tol whose scores are all exact."""
+    prefix = f"{estimator.steps[-1][0]}__" if isinstance(estimator, Pipeline) else ""
     for tol in (1e-6, 1e-8, 1e-10, 1e-12):
-        tight = clone(estimator).set_params(tol=tol, max_iter=100_000)
+        tight = clone(estimator).set_params(**{prefix + "tol": tol, prefix + "max_iter": 100_000})
         scores, t, _ = timed(lambda: sklearn_cross_val_score(tight, X, y, cv=cv))
         if np.array_equal(scores, exact_scores):
             times = [t] + [timed(lambda: sklearn_cross_val_score(tight, X, y, cv=cv))[1] for _ in range(repeats - 1)]
@@ -137,12 +145,24 @@ def shapes():
         yield f"{kind} {n} × {d} ({100 * density:g} %)", X, y
 
 
+def pipeline_sets():
+    """(name, X, y, cv) for the Pipeline rows: shared data 10-fold (sparse ones scaled without
+    centring, as StandardScaler requires), and two small multiclass sets, leave-one-out."""
+    for data in ("madelon.t.gz", "a9a.t.gz", "mushrooms.gz"):
+        X, y = load_svmlight_file(str(DATA / data))
+        yield f"{data[:-3]} 10-fold", X.toarray() if data.startswith("madelon") else X.tocsr(), y, StratifiedKFold(10)
+    for loader in (load_iris, load_wine):
+        yield f"{loader.__name__[5:]} LOO", *loader(return_X_y=True), LeaveOneOut()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--kfold-only", action="store_true", help="only the K-fold rows (a9a.t; the others unless --quick)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each K-fold computation (medians reported)")
     parser.add_argument("--shapes", action="store_true", help="only the synthetic shapes of shapes()")
+    parser.add_argument("--pipelines", action="store_true",
+                        help="only Pipelines whose StandardScaler learns from each fold's training rows")
     args = parser.parse_args(argv)
     print(f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
           f"{platform.processor() or platform.machine()}")
@@ -150,6 +170,13 @@ def main(argv=None):
           "LIBLINEAR -v s | vs sklearn | vs LIBLINEAR | peak memory glru / sklearn | sklearn tol for exact scores | "
           "its s, vs it |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if args.pipelines:
+        for name, X, y, cv in pipeline_sets():
+            scaler = StandardScaler(with_mean=not sp.issparse(X))
+            for final in (LogisticRegression(C=1.0), LinearSVC(C=1.0)):
+                run(f"{name}, StandardScaler + {type(final).__name__}", X, y, make_pipeline(scaler, final), cv, None,
+                    memory=False, repeats=args.repeats)
+        return
     if args.shapes:
         for name, X, y in shapes():
             for estimator in (LogisticRegression(C=1.0), LogisticRegression(C=1.0, fit_intercept=False),

@@ -1,4 +1,5 @@
-"""One fold solved on data of its own, its held-out predictions certified.
+"""One fold solved on data of its own, its held-out predictions certified (binary, one-vs-rest,
+multinomial).
 
 :mod:`glru.cross_validation` certifies every fold from one full fit because the folds share one
 X: a fold's problem is the full problem with rows removed. A preprocessing step fitted on each
@@ -7,7 +8,9 @@ that relation is gone. Each fold is then solved on its own, from a start (the fu
 transformed data are close to a fold's), and, when only the held-out labels are needed, stopped
 as soon as the certificate at its iterate decides their signs (Remark 3); otherwise solved to
 rounding level. A sign no certificate decides is read at a point polished to rounding level,
-with the zero band of :func:`glru.bounds.zero_band`, as the engine reads it.
+with the zero band of :func:`glru.bounds.zero_band`, as the engine reads it. Multiclass folds
+(one-vs-rest, multinomial) are solved to rounding level and certified as the multiclass engines
+certify their solved folds.
 """
 
 import warnings
@@ -18,6 +21,8 @@ from .bounds import zero_band
 from .certificate import certificate_at
 from .cross_validation import TOL_ROUNDING
 from .held_out import HeldOutOutcome
+from .multinomial_cv import solve_fold, solved_fold_outcome
+from .one_vs_rest import outcome_from_classes
 from .problem import Problem, row_norms_sq
 from .solver import solve_held_out
 
@@ -69,3 +74,24 @@ def _zero_band(problem, evaluation, X_test):
     return zero_band(norms(X_test), evaluation.alpha, norms(problem.X), problem.n * problem.penalty.lam, problem.d,
                      curvature)
 
+
+
+def refit_one_vs_rest_fold(X_train, codes_train, X_test, loss, penalty, fit_intercept, coef, intercept):
+    """The exact :class:`~glru.held_out.MulticlassOutcome` of a one-vs-rest fold on data of its
+    own: each class its training rows hold solved against the rest to rounding level
+    (:func:`refit_fold`, ``need="values"``: an arg-max needs every class's value) from the full
+    fit's row of ``coef`` (n_classes, d) and ``intercept``."""
+    present = np.unique(codes_train)
+    per_class = {c: refit_fold(X_train, np.where(codes_train == c, 1.0, -1.0), X_test, loss, penalty, fit_intercept,
+                               coef[c], intercept[c], need="values") for c in present}
+    return outcome_from_classes(present, per_class, solved=True)
+
+
+def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coef, intercept):
+    """The exact :class:`~glru.held_out.MulticlassOutcome` of a multinomial fold on data of its
+    own, on the classes its training rows hold (λ of its rows), from the full fit's ``coef``
+    (n_classes, d) and ``intercept``: solved and polished to rounding level, then certified."""
+    present = np.unique(codes_train)
+    local = np.searchsorted(present, codes_train)
+    W, b = solve_fold(X_train, local, present.size, lam, fit_intercept, coef[present], intercept[present])
+    return solved_fold_outcome(X_train, local, present, lam, fit_intercept, W, b, X_test)

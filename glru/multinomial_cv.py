@@ -510,25 +510,12 @@ class _Engine:
 
     def _partial_outcome(self, k, coef, intercept):
         """A fold whose training rows miss a class, solved on the classes present: certified
-        bounds at its solution (:class:`MultinomialCertificate` on the fold's own problem)."""
+        bounds at its solution (:func:`solved_fold_outcome`)."""
         classes, fold = self.present[k], self.folds[k]
         train = fold.train
-        local = np.searchsorted(classes, self.codes[train])
-        lam = self.lam_for(train.size) * (2.0 if classes.size == 2 else 1.0)
-        problem = MultinomialProblem(self.X[train], local, classes.size, lam, self.fit_intercept)
-        cert = MultinomialCertificate(problem, coef, intercept)
-        X_test = self.X[fold.test]
-        lower, upper = cert.pairwise_bounds(X_test, candidates=CANDIDATES)
-        values = np.asarray(X_test @ coef.T) + intercept
-        R = _LOSS.probabilities(problem.scores(coef, intercept)) - problem.onehot
-        band = _tie_band(R, self.norms_up[train], self.norms_up[fold.test], train.size * lam, problem.basis,
-                         self.fit_intercept, self.d, np.sqrt(np.sum(coef ** 2) + np.sum(intercept ** 2)))
-        values = _snap_ties(values, band)
-        winner = certified_argmax(lower, upper)
-        low, up = _per_class(lower, upper)
-        if classes.size == 2:  # scikit-learn's binary model: one row, the difference of the two
-            coef, intercept = (coef[1] - coef[0])[None, :], np.array([intercept[1] - intercept[0]])
-        return MulticlassOutcome(classes, low, up, values, True, coef, intercept, winner=winner)
+        return solved_fold_outcome(self.X[train], np.searchsorted(classes, self.codes[train]), classes,
+                                   self.lam_for(train.size), self.fit_intercept, coef, intercept, self.X[fold.test],
+                                   self.norms_up[train], self.norms_up[fold.test])
 
     # ---- coordinates and the full problem
     def _block_state(self, ks):
@@ -859,6 +846,44 @@ class _BlockState:
         intercept = self.b[pos].copy() if keep else None
         return MulticlassOutcome(np.arange(self.e.K), self.lower[pos], self.upper[pos], self.values[pos], solved,
                                  coef, intercept, winner=self.winner[pos])
+
+
+def solve_fold(X, codes, n_classes, lam, fit_intercept, coef=None, intercept=None):
+    """:func:`_solve_fold` of one problem (codes 0..n_classes−1, λ of its rows), from (coef,
+    intercept) or zeros, with dense Hessians where they pay off (:func:`_dense_pays_off`)."""
+    d = X.shape[1]
+    coef = np.zeros((n_classes, d)) if coef is None else coef
+    intercept = np.zeros(n_classes) if intercept is None else intercept
+    p = n_classes * d + (n_classes - 1 if fit_intercept else 0)
+    return _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, _dense_pays_off(X, n_classes, p, 1))
+
+
+def solved_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test, train_norms=None,
+                        test_norms=None):
+    """The :class:`MulticlassOutcome` of a problem solved by :func:`_solve_fold` on its training
+    rows (``codes`` 0..m−1 of the m ``classes`` they hold, λ of its rows): certified bounds at the
+    solution (:class:`MultinomialCertificate`), its tie band, and its coef/intercept (two classes:
+    scikit-learn's binary model, one row). ``*_norms``: upper bounds on the rows' norms as
+    computed (built here if None)."""
+    def norms_up(X):
+        return np.sqrt(row_norms_sq(X)) * (1.0 + 2 * (X.shape[1] + 8) * EPS)
+
+    train_norms = norms_up(X_train) if train_norms is None else train_norms
+    test_norms = norms_up(X_test) if test_norms is None else test_norms
+    lam = lam * (2.0 if classes.size == 2 else 1.0)
+    problem = MultinomialProblem(X_train, codes, classes.size, lam, fit_intercept)
+    cert = MultinomialCertificate(problem, coef, intercept)
+    lower, upper = cert.pairwise_bounds(X_test, candidates=CANDIDATES)
+    values = np.asarray(X_test @ coef.T) + intercept
+    R = _LOSS.probabilities(problem.scores(coef, intercept)) - problem.onehot
+    band = _tie_band(R, train_norms, test_norms, X_train.shape[0] * lam, problem.basis, fit_intercept,
+                     X_train.shape[1], np.sqrt(np.sum(coef ** 2) + np.sum(intercept ** 2)))
+    values = _snap_ties(values, band)
+    winner = certified_argmax(lower, upper)
+    low, up = _per_class(lower, upper)
+    if classes.size == 2:  # scikit-learn's binary model: one row, the difference of the two
+        coef, intercept = (coef[1] - coef[0])[None, :], np.array([intercept[1] - intercept[0]])
+    return MulticlassOutcome(classes, low, up, values, True, coef, intercept, winner=winner)
 
 
 def _tie_band(R, train_norms, eval_norms, strength, basis, fit_intercept, d, z_norm):

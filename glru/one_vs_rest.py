@@ -67,7 +67,7 @@ def cross_validate_one_vs_rest(X, codes, n_classes, loss, folds, penalty_for, fi
         intercept.append(result.intercept)
         for k, outcome in zip(mine, result.outcomes):
             bounds[k][c] = outcome
-    outcomes = [_outcome(present[k], bounds[k], solved=False) for k in range(len(folds))]
+    outcomes = [outcome_from_classes(present[k], bounds[k], solved=False) for k in range(len(folds))]
     if need == "labels":
         open_folds = [k for k, o in enumerate(outcomes) if not np.all(o.decided)]
     n_certified = sum(int(outcomes[k].decided.sum()) for k in range(len(folds)) if k not in set(open_folds))
@@ -81,7 +81,7 @@ def cross_validate_one_vs_rest(X, codes, n_classes, loss, folds, penalty_for, fi
             for k, outcome in zip(mine, result.outcomes):
                 solved[k][c] = outcome
         for k in open_folds:
-            outcomes[k] = _outcome(present[k], solved[k], solved=True)
+            outcomes[k] = outcome_from_classes(present[k], solved[k], solved=True)
     return MulticlassCrossValidation(outcomes, np.vstack(coef), np.array(intercept, dtype=float), n_certified)
 
 
@@ -89,7 +89,7 @@ def _one_against_rest(codes, c):
     return np.where(codes == c, 1.0, -1.0)
 
 
-def _outcome(classes, per_class, solved):
+def outcome_from_classes(classes, per_class, solved):
     """One fold's :class:`MulticlassOutcome` from its classes' binary outcomes."""
     columns = [per_class[c] for c in classes]
     lower, upper, values = (np.column_stack([getattr(o, name) for o in columns]) for name in ("lower", "upper", "values"))

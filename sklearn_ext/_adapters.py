@@ -47,7 +47,7 @@ class LinearModel:
 
     def __init__(self, estimator, loss, C, l1_ratio, fit_intercept, intercept_scaling, multiclass):
         self.estimator, self.loss = estimator, get_loss(loss)
-        self.multiclass = multiclass                  # "ovr" or "multinomial": how ≥ 3 classes are fitted
+        self.multiclass = multiclass                  # "ovr", "multinomial" or None: how ≥ 3 classes are fitted
         self.C, self.l1_ratio = float(C), float(l1_ratio)
         self.fit_intercept = fit_intercept            # unpenalized intercept
         self.intercept_scaling = intercept_scaling    # penalized intercept column, or None
@@ -159,7 +159,10 @@ def _logistic_regression(est):
         if l1_ratio > 0:
             raise Unsupported("solver='liblinear' with an L1 term")
         scaling = est.intercept_scaling if est.fit_intercept else None
-        return LinearModel(est, "logistic", est.C, 0.0, False, scaling, "ovr")
+        # scikit-learn fitted multiclass targets one-vs-rest with liblinear until it removed
+        # ``multi_class`` (1.8); since then such a fit raises
+        multiclass = "ovr" if "multi_class" in est.get_params() else None
+        return LinearModel(est, "logistic", est.C, 0.0, False, scaling, multiclass)
     return LinearModel(est, "logistic", est.C, l1_ratio, est.fit_intercept, None, "multinomial")
 
 

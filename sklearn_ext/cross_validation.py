@@ -26,8 +26,8 @@ from sklearn.utils.validation import check_is_fitted, check_X_y, column_or_1d, i
 import glru
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
-from glru.fold_refit import refit_fold
-from glru.multinomial_cv import cross_validate_multinomial
+from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold
+from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
 from glru.solver import polish
@@ -191,51 +191,53 @@ class GLRUCrossValidator(BaseEstimator):
     def _fit_learned(self, X, y, groups, cv, scorer, preprocessing, model, refit):
         """A Pipeline whose steps learn from the training rows (a ``StandardScaler``): each fold's
         steps are fitted on its training rows, as scikit-learn fits them, and its model solved
-        exactly on what they output (:func:`glru.fold_refit.refit_fold`), from the full fit, in
-        parallel through joblib. No fold is skipped: the certificates from one full fit need
-        one X for all folds. A step that fails (on any rows) hands the whole computation to
-        scikit-learn, whose error handling (``error_score``) then applies."""
+        exactly on what they output (:mod:`glru.fold_refit`), from the full fit, in parallel
+        through joblib. No fold is skipped: the certificates from one full fit need one X for
+        all folds. A step that fails (on any rows) hands the whole computation to scikit-learn,
+        whose error handling (``error_score``) then applies."""
         X, y, groups = indexable(X, y, groups)
         y = column_or_1d(y, warn=True)
         splits = list(cv.split(X, y, groups))
         classes = np.unique(y)
         try:
-            if type_of_target(y) != "binary":
-                raise Unsupported(f"a {type_of_target(y)} target with a Pipeline step that learns from the training "
-                                  "rows (binary targets are computed fold by fold)")
+            target = type_of_target(y)
+            if target not in ("binary", "multiclass"):
+                raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
+            if target == "multiclass":
+                check_multiclass(model)
             trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size >= 2]
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
-            full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
         except Unsupported as reason:
             return self._fall_back(X, y, splits, str(reason), refit)
+        full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
         if isinstance(full, _StepFailed):
             return self._fall_back(X, y, splits, str(full), refit)
-        self.fallback_reason_ = None
         need = _response_needed(scorer)
-        y_model = np.where(y == classes[1], 1.0, -1.0)
+        codes = np.searchsorted(classes, y)
         full_pre, X_full = full
-        penalty = model.penalty_for(y.shape[0])
-        fitted = glru.fit(X_full, y_model, loss=model.loss, lam=penalty.lam, kappa=penalty.kappa,
-                          fit_intercept=model.fit_intercept, tol=TOL_ROUNDING, cache_certificates=False)
-        coef, intercept = polish(fitted.problem, fitted.coef_, fitted.intercept_)  # the exact optimum, to rounding
+        start = _exact_fit(model, X_full, codes, classes.size)
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
-            delayed(_refit_learned_fold)(preprocessing, model, X, y, y_model, splits[k], (coef, intercept), need)
+            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, need)
             for k in trainable)
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
         if failed is not None:
             return self._fall_back(X, y, splits, str(failed), refit)
+        self.fallback_reason_ = None
         n_features = X_full.shape[1] - (model.intercept_scaling is not None)
-        self.estimator_ = self._assemble(full_pre, model.fitted(coef, intercept, classes, n_features))
+        self.estimator_ = self._assemble(full_pre, model.fitted(*start, classes, n_features))
         self._set_scores(X, y, splits, scorer, trainable, [
             HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(
-                pre, model.fitted(outcome.coef, outcome.intercept, classes, outcome.coef.shape[0]
-                                  - (model.intercept_scaling is not None)))
-            for pre, outcome in results])
+                steps, model.fitted(outcome.coef, outcome.intercept,
+                                    classes if classes.size == 2 else classes[outcome.classes], n_features))
+            for steps, outcome in results])
         self.n_certified_, self.n_retrained_ = 0, len(trainable)
-        self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for _, o in results]),
-                                                 np.concatenate([o.upper for _, o in results])])
-        self.held_out_indices_ = np.concatenate([splits[k][1] for k in trainable])
+        tests = [splits[k][1] for k in trainable]
+        outcomes = [outcome for _, outcome in results]
+        self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in outcomes]),
+                                                 np.concatenate([o.upper for o in outcomes])]) \
+            if classes.size == 2 else _multiclass_bounds(tests, outcomes, classes.size)
+        self.held_out_indices_ = np.concatenate(tests)
         self.timings_ = {}
         return self
 
@@ -266,13 +268,7 @@ class GLRUCrossValidator(BaseEstimator):
                                             X_model.shape[1]))
             for outcome in result.outcomes])
         self.n_certified_, self.n_retrained_ = result.n_certified, result.n_retrained
-        bounds = np.full((sum(f.test.size for f in folds), classes.size, 2), np.nan)
-        start = 0
-        for fold, outcome in zip(folds, result.outcomes):
-            rows = slice(start, start + fold.test.size)
-            bounds[rows, outcome.classes, 0], bounds[rows, outcome.classes, 1] = outcome.lower, outcome.upper
-            start += fold.test.size
-        self.decision_bounds_ = bounds
+        self.decision_bounds_ = _multiclass_bounds([f.test for f in folds], result.outcomes, classes.size)
         self.held_out_indices_ = np.concatenate([f.test for f in folds])
         self.timings_ = getattr(result, "timings", {})  # the multinomial engine times its stages
         return self
@@ -341,9 +337,26 @@ def _transformed(preprocessing, model, X, y, rows):
         return _StepFailed(error)
 
 
-def _refit_learned_fold(preprocessing, model, X, y, y_model, split, start, need):
-    """(fitted steps, :class:`~glru.held_out.HeldOutOutcome`) of one split whose steps learn from
-    its training rows; the fold starts from the full fit where the dimensions agree."""
+def _exact_fit(model, X, codes, n_classes):
+    """(coef, intercept) of ``model`` on (X, class ``codes``), exact to rounding: the start of
+    the folds of :meth:`GLRUCrossValidator._fit_learned` and its ``estimator_``. One row per
+    class with three classes or more (:func:`_refit_fold_outcome`'s starts)."""
+    if n_classes > 2 and model.multiclass == "multinomial":
+        return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept)
+    penalty = model.penalty_for(X.shape[0])
+    solutions = []
+    for c in ([1] if n_classes == 2 else range(n_classes)):  # one-vs-rest: each class against the rest
+        fitted = glru.fit(X, np.where(codes == c, 1.0, -1.0), loss=model.loss, lam=penalty.lam, kappa=penalty.kappa,
+                          fit_intercept=model.fit_intercept, tol=TOL_ROUNDING, cache_certificates=False)
+        solutions.append(polish(fitted.problem, fitted.coef_, fitted.intercept_))
+    if n_classes == 2:
+        return solutions[0]
+    return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
+
+
+def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, need):
+    """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
+    the fold starts from the full fit where the dimensions agree."""
     train, test = split
     fitted = _transformed(preprocessing, model, X, y, train)
     if isinstance(fitted, _StepFailed):
@@ -354,9 +367,32 @@ def _refit_learned_fold(preprocessing, model, X, y, y_model, split, start, need)
                                       - (model.intercept_scaling is not None)))
     except Exception as error:
         return _StepFailed(error)
-    coef, intercept = start if start[0].shape[0] == X_train.shape[1] else (None, 0.0)
-    return steps, refit_fold(X_train, y_model[train], X_test, model.loss, model.penalty_for(train.size),
+    coef, intercept = start
+    if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
+        coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
+    penalty = model.penalty_for(train.size)
+    if n_classes == 2:
+        outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
                              model.fit_intercept, coef, intercept, need)
+    elif model.multiclass == "multinomial":
+        outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
+                                         intercept)
+    else:
+        outcome = refit_one_vs_rest_fold(X_train, codes[train], X_test, model.loss, penalty, model.fit_intercept,
+                                         coef, intercept)
+    return steps, outcome
+
+
+def _multiclass_bounds(tests, outcomes, n_classes):
+    """``decision_bounds_`` of multiclass folds: (n_held_out, n_classes, 2), NaN for a class a
+    fold's training rows miss."""
+    bounds = np.full((sum(t.size for t in tests), n_classes, 2), np.nan)
+    start = 0
+    for test, outcome in zip(tests, outcomes):
+        rows = slice(start, start + test.size)
+        bounds[rows, outcome.classes, 0], bounds[rows, outcome.classes, 1] = outcome.lower, outcome.upper
+        start += test.size
+    return bounds
 
 
 def cross_validate_multiclass(model, X_model, y, classes, folds, need, **parallel):
@@ -374,6 +410,9 @@ def cross_validate_multiclass(model, X_model, y, classes, folds, need, **paralle
 
 def check_multiclass(model):
     """Raise :class:`Unsupported` for a model whose multiclass fit glru cannot compute exactly."""
+    if model.multiclass is None:
+        raise Unsupported(f"this scikit-learn's {type(model.estimator).__name__}(solver='liblinear') does not fit "
+                          "multiclass targets")
     if model.multiclass == "multinomial" and model.l1_ratio > 0:
         raise Unsupported(f"multinomial multiclass {type(model.estimator).__name__} with an L1 term "
                           f"(l1_ratio={model.l1_ratio!r}) is not supported (L2 only)")

@@ -82,6 +82,9 @@ class _Spec:
             raise ValueError(f"a classifier needs at least two classes, got {classes.size}.")
         self.classes = classes
         self.kind = "binary" if classes.size == 2 else self.model.multiclass
+        if self.kind is None:  # as scikit-learn's own fit raises
+            raise ValueError(f"{type(self.model.estimator).__name__}(solver='liblinear') does not fit multiclass "
+                             "targets in this scikit-learn; use another solver or a OneVsRestClassifier.")
 
     def design(self, X):
         return X if self.model is None else self.model.design(X)

@@ -251,9 +251,11 @@ def test_pipeline_learning_from_the_training_rows_value_scorers(scoring):
 
 
 @given(seed=st.integers(0, 10_000), n=st.integers(10, 40), d=st.integers(1, 12), C=st.floats(1e-2, 1e2),
-       svc=st.booleans(), sparse=st.booleans(), loo=st.booleans())
-def test_property_pipeline_learning_from_the_training_rows(seed, n, d, C, svc, sparse, loo):
+       svc=st.booleans(), sparse=st.booleans(), loo=st.booleans(), three_classes=st.booleans())
+def test_property_pipeline_learning_from_the_training_rows(seed, n, d, C, svc, sparse, loo, three_classes):
     X, y = scaled_problem(seed, n, d, sparse)
+    if three_classes:  # a third class on every third row (one-vs-rest for LinearSVC, multinomial otherwise)
+        y[::3] = 2
     estimator = learned(make_pipeline(StandardScaler(), LinearSVC(C=C) if svc else LogisticRegression(C=C)), sparse)
     cv = LeaveOneOut() if loo else KFold(4, shuffle=True, random_state=seed)
     with warnings.catch_warnings():
@@ -292,13 +294,39 @@ def test_pipeline_step_failing_on_a_fold_falls_back_to_scikit_learn():
         cross_val_score(estimator, X, y, cv=4)
 
 
-def test_pipeline_learning_from_the_training_rows_multiclass_falls_back():
+@pytest.mark.parametrize("final", [LogisticRegression(C=0.7), LogisticRegression(C=0.3, fit_intercept=False),
+                                   LinearSVC(C=0.5)], ids=repr)
+@pytest.mark.parametrize("cv", [LeaveOneOut(), StratifiedKFold(4, shuffle=True, random_state=5)], ids=["loo", "kfold"])
+def test_pipeline_learning_from_the_training_rows_multiclass(final, cv):
     rng = np.random.default_rng(2)
+    X = rng.normal(size=(36, 3)) * [0.01, 1.0, 100.0] + 5.0
+    y = np.repeat([0, 1, 2], 12)
+    X[y == 1, 0] += 0.01
+    X[y == 2, 2] += 80.0
+    estimator = make_pipeline(StandardScaler(), final)
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert validator.fallback_reason_ is None
+    assert validator.decision_bounds_.shape == (36, 3, 2)
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+    if not isinstance(cv, LeaveOneOut):  # (neg_log_loss needs every class in a held-out fold's labels)
+        scoring = "neg_log_loss" if hasattr(final, "predict_proba") else "f1_macro"
+        got = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+        np.testing.assert_allclose(got, exact_scores(estimator, X, y, cv, scoring), rtol=1e-6, atol=1e-9)
+
+
+def test_liblinear_on_a_multiclass_target_behaves_as_scikit_learn():
+    # scikit-learn fitted it one-vs-rest until it removed multi_class (1.8); since then it raises
+    rng = np.random.default_rng(0)
     X, y = rng.normal(size=(45, 3)), np.repeat([0, 1, 2], 15)
-    estimator = make_pipeline(StandardScaler(), LogisticRegression())
-    with pytest.warns(FallbackWarning, match="multiclass"):
-        got = cross_val_score(estimator, X, y, cv=3)
-    np.testing.assert_array_equal(got, model_selection.cross_val_score(estimator, X, y, cv=3))
+    estimator = LogisticRegression(solver="liblinear")
+    if "multi_class" in estimator.get_params():
+        np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=3),
+                                      exact_scores(estimator, X, y, StratifiedKFold(3)))
+        return
+    with pytest.warns(FallbackWarning, match="liblinear"), pytest.raises(ValueError, match="fits failed"):
+        cross_val_score(estimator, X, y, cv=3)
+    with pytest.warns(FallbackWarning), pytest.raises(ValueError, match="fits failed"):
+        cross_val_score(make_pipeline(StandardScaler(), estimator), X, y, cv=3)
 
 
 def test_multiclass_and_fit_params_fall_back():
