@@ -57,7 +57,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, coef=None
     outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
     outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
     outcome.zero_band = _zero_band(problem, evaluation, X_test)
-    if not (outcome.rounded or np.all(outcome.decided)):
+    if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):
         from sklearn.exceptions import ConvergenceWarning  # (as the engine's _warn_unsettled)
 
         warnings.warn("glru could not solve a fold to rounding level; its held-out labels are read where the "

@@ -70,10 +70,11 @@ class GLRUCrossValidator(BaseEstimator):
         ``LogisticRegression`` (L2 or elastic net with ``l1_ratio < 1``), ``LinearSVC``
         (squared hinge, L2), or a Pipeline ending in one of them: row-wise stateless steps
         go through the certificates; steps that learn from the training rows (a
-        ``StandardScaler``; binary targets) are fitted on each fold's training rows and the
-        fold solved exactly on their output (:meth:`_fit_learned`). Multiclass targets: one-vs-rest for ``LinearSVC`` and ``solver="liblinear"``
-        (:mod:`glru.one_vs_rest`), multinomial for the other ``LogisticRegression`` solvers, L2
-        only (:mod:`glru.multinomial_cv`). Anything else falls back to scikit-learn with a
+        ``StandardScaler``, an imputer, an encoder) are fitted on each fold's training rows and
+        the fold solved exactly on their output (:meth:`_fit_learned`). Multiclass targets:
+        one-vs-rest for ``LinearSVC`` and ``solver="liblinear"`` (where the installed
+        scikit-learn fits it), multinomial for the other ``LogisticRegression`` solvers, L2
+        only (:mod:`glru.one_vs_rest`, :mod:`glru.multinomial_cv`). Anything else falls back to scikit-learn with a
         :class:`FallbackWarning` that says why.
     cv : int, cross-validation generator or iterable, default=None
         As in :func:`sklearn.model_selection.cross_val_score` (5-fold by default; stratified
@@ -340,7 +341,7 @@ def _transformed(preprocessing, model, X, y, rows):
 def _exact_fit(model, X, codes, n_classes):
     """(coef, intercept) of ``model`` on (X, class ``codes``), exact to rounding: the start of
     the folds of :meth:`GLRUCrossValidator._fit_learned` and its ``estimator_``. One row per
-    class with three classes or more (:func:`_refit_fold_outcome`'s starts)."""
+    class with three classes or more (multinomial: symmetric, as scikit-learn's)."""
     if n_classes > 2 and model.multiclass == "multinomial":
         return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept)
     penalty = model.penalty_for(X.shape[0])
