@@ -308,8 +308,7 @@ def _liblinear_problem(problem):
     x_space["index"] = -1
     stored = np.arange(X.nnz) + 2 * np.repeat(np.arange(n), np.diff(X.indptr))
     x_space["index"][stored], x_space["value"][stored] = X.indices + 1, X.data
-    ll_problem.y = (ctypes.c_double * n)(*problem.y) if n < 64 else (ctypes.c_double * n).from_buffer_copy(
-        np.ascontiguousarray(problem.y, dtype=np.float64))
+    ll_problem.y = (ctypes.c_double * n).from_buffer_copy(np.ascontiguousarray(problem.y, dtype=np.float64))
     ll_problem.x = (ctypes.POINTER(ll.feature_node) * n)()
     rows = np.ctypeslib.as_array(ctypes.cast(ll_problem.x, ctypes.POINTER(ctypes.c_uint64)), (n,))
     rows[:] = ll_problem.rowptr[:-1] * ctypes.sizeof(ll.feature_node) + x_space.ctypes.data

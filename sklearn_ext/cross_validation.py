@@ -23,14 +23,13 @@ from sklearn.utils import RegressorTags, _safe_indexing
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, check_X_y, column_or_1d, indexable
 
-import glru
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
 from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
-from glru.solver import polish
+from glru.solver import solve_held_out
 
 from ._adapters import Unsupported, is_ridge, is_row_wise, linear_model, pipeline_steps, ridge_alpha, split_pipeline
 
@@ -146,11 +145,7 @@ class GLRUCrossValidator(BaseEstimator):
         if is_ridge(final):
             return self._fit_ridge(X, y, splits, scorer, preprocessing, alpha, final.fit_intercept)
         try:
-            target = type_of_target(y)
-            if target not in ("binary", "multiclass"):
-                raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
-            if target == "multiclass":
-                check_multiclass(model)
+            check_target(y, model)
             trainable = trainable_folds(y, splits)
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
@@ -201,11 +196,7 @@ class GLRUCrossValidator(BaseEstimator):
         splits = list(cv.split(X, y, groups))
         classes = np.unique(y)
         try:
-            target = type_of_target(y)
-            if target not in ("binary", "multiclass"):
-                raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
-            if target == "multiclass":
-                check_multiclass(model)
+            check_target(y, model)
             trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size >= 2]
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
@@ -344,12 +335,10 @@ def _exact_fit(model, X, codes, n_classes):
     class with three classes or more (multinomial: symmetric, as scikit-learn's)."""
     if n_classes > 2 and model.multiclass == "multinomial":
         return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept)
-    penalty = model.penalty_for(X.shape[0])
-    solutions = []
-    for c in ([1] if n_classes == 2 else range(n_classes)):  # one-vs-rest: each class against the rest
-        fitted = glru.fit(X, np.where(codes == c, 1.0, -1.0), loss=model.loss, lam=penalty.lam, kappa=penalty.kappa,
-                          fit_intercept=model.fit_intercept, tol=TOL_ROUNDING, cache_certificates=False)
-        solutions.append(polish(fitted.problem, fitted.coef_, fitted.intercept_))
+    penalty, start = model.penalty_for(X.shape[0]), np.zeros(X.shape[1])
+    solutions = [solve_held_out(X, np.where(codes == c, 1.0, -1.0), model.loss, penalty, model.fit_intercept, start,
+                                0.0, None, TOL_ROUNDING)  # solved, then polished to rounding
+                 for c in ([1] if n_classes == 2 else range(n_classes))]  # one-vs-rest: each class against the rest
     if n_classes == 2:
         return solutions[0]
     return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
@@ -407,6 +396,16 @@ def cross_validate_multiclass(model, X_model, y, classes, folds, need, **paralle
                                           need=need, **parallel)
     return cross_validate_one_vs_rest(model.design(X_model), codes, classes.size, model.loss, folds,
                                       model.penalty_for, model.fit_intercept, need=need, **parallel)
+
+
+def check_target(y, model):
+    """Raise :class:`Unsupported` for a target glru cannot compute ``model``'s fit of: neither
+    binary nor multiclass, or a multiclass fit :func:`check_multiclass` rejects."""
+    target = type_of_target(y)
+    if target not in ("binary", "multiclass"):
+        raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
+    if target == "multiclass":
+        check_multiclass(model)
 
 
 def check_multiclass(model):

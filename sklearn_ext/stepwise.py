@@ -32,14 +32,13 @@ from sklearn.feature_selection._base import SelectorMixin
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.pipeline import Pipeline
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from glru.stepwise import FeatureSearch
 
 from ._adapters import Unsupported, linear_model, split_pipeline
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy, _response_needed,
-                               _score, check_multiclass, split_folds, trainable_folds)
+                               _score, check_target, split_folds, trainable_folds)
 
 __all__ = ["GLRUStepwiseSelector"]
 
@@ -162,11 +161,7 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
                 any(step not in (None, "passthrough") for _, step in self.estimator.steps[:-1]):
             raise Unsupported("a Pipeline with preprocessing steps (the model's columns are not X's columns)")
         model = linear_model(split_pipeline(self.estimator)[1])
-        target = type_of_target(y)
-        if target not in ("binary", "multiclass"):
-            raise Unsupported(f"the target is {target} (binary and multiclass targets are)")
-        if target == "multiclass":
-            check_multiclass(model)
+        check_target(y, model)
         if len(trainable_folds(y, splits)) < len(splits):
             raise Unsupported("a training fold holds a single class")
         return model
