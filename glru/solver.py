@@ -691,9 +691,12 @@ class SignsDecided:
         open_rows = ~((lower > 0) | (upper <= 0))
         if not open_rows.any():
             return True
-        if gated:
-            half, middle = 0.5 * (upper - lower)[open_rows], 0.5 * (upper + lower)[open_rows]
+        lower, upper = lower[open_rows], upper[open_rows]
+        if gated and np.isfinite(lower).all() and np.isfinite(upper).all():
+            half, middle = 0.5 * (upper - lower), 0.5 * (upper + lower)
             self.check_below = SIGN_CHECK_SLACK * cert.radius * float(np.min(np.abs(middle) / half))
+        else:  # an iterate whose bounds overflow (a wild start) tells nothing of the radius needed
+            self.check_below = np.inf
         return False
 
 
