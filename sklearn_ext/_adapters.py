@@ -15,9 +15,10 @@ A penalized intercept is a constant column of value ``intercept_scaling`` with t
 penalty (LIBLINEAR's convention); the fitted ``intercept_`` is that scaling times its weight.
 A :class:`~sklearn.pipeline.Pipeline` is supported by the certificates from one full fit when
 every step before the model transforms each row on its own, without learning from the data
-(then transforming all rows once equals transforming each fold's rows, :func:`is_row_wise`);
-cross-validation also takes steps that learn from the training rows, one fold at a time
-(:mod:`glru.fold_refit`). Anything else raises :class:`Unsupported`.
+(then transforming all rows once equals transforming each fold's rows);
+cross-validation and grid search also take steps that learn from the training rows
+(:func:`learns_from_rows`), one fold at a time (:mod:`glru.fold_refit`). Anything else
+raises :class:`Unsupported`.
 """
 
 import numbers
@@ -114,10 +115,12 @@ def pipeline_steps(estimator):
     return estimator[:-1], estimator.steps[-1][1]
 
 
-def is_row_wise(preprocessing):
-    """Whether every step transforms each row on its own without learning from the data (then
-    transforming all rows once equals transforming each fold's rows)."""
-    return all(_is_row_wise_step(step) for _, step in preprocessing.steps)
+def learns_from_rows(estimator):
+    """Whether a Pipeline has a step before its model that learns from the rows it is fitted on
+    (a ``StandardScaler``): then each fold's rows are transformed by steps fitted on them, not
+    once for all rows (every other step transforms each row on its own)."""
+    preprocessing = pipeline_steps(estimator)[0]
+    return preprocessing is not None and not all(_is_row_wise_step(step) for _, step in preprocessing.steps)
 
 
 def _is_row_wise_step(step):

@@ -9,6 +9,7 @@ that need decision values or probabilities get every fold solved to a relative d
 centre.
 """
 
+import time
 import warnings
 
 import numpy as np
@@ -21,7 +22,7 @@ from sklearn.model_selection import check_cv
 from sklearn.pipeline import Pipeline
 from sklearn.utils import RegressorTags, _safe_indexing
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, check_X_y, column_or_1d, indexable
+from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, column_or_1d, indexable
 
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
@@ -31,7 +32,8 @@ from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
 from glru.solver import solve_held_out
 
-from ._adapters import Unsupported, is_ridge, is_row_wise, linear_model, pipeline_steps, ridge_alpha, split_pipeline
+from ._adapters import (Unsupported, is_ridge, learns_from_rows, linear_model, pipeline_steps, ridge_alpha,
+                        split_pipeline)
 
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
@@ -43,7 +45,7 @@ def split_folds(cv, X, y=None, groups=None):
     folds = []
     for k, (train, test) in enumerate(cv.split(X, y, groups)):
         try:
-            folds.append(Fold.from_split(train, test, X.shape[0]))
+            folds.append(Fold.from_split(train, test, _num_samples(X)))
         except ValueError as error:
             raise Unsupported(f"split {k}: {error}") from error
     return folds
@@ -126,7 +128,7 @@ class GLRUCrossValidator(BaseEstimator):
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         try:  # the estimator first: one glru cannot compute gets scikit-learn the data as given
             preprocessing, final = pipeline_steps(self.estimator)
-            learned = preprocessing is not None and not is_row_wise(preprocessing)
+            learned = learns_from_rows(self.estimator)
             if learned and is_ridge(final):
                 split_pipeline(self.estimator)  # (raises, naming the step)
             alpha = ridge_alpha(final) if is_ridge(final) else None
@@ -202,6 +204,7 @@ class GLRUCrossValidator(BaseEstimator):
                 raise Unsupported("no training fold holds two classes")
         except Unsupported as reason:
             return self._fall_back(X, y, splits, str(reason), refit)
+        started = time.perf_counter()
         full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
         if isinstance(full, _StepFailed):
             return self._fall_back(X, y, splits, str(full), refit)
@@ -209,9 +212,11 @@ class GLRUCrossValidator(BaseEstimator):
         codes = np.searchsorted(classes, y)
         full_pre, X_full = full
         start = _exact_fit(model, X_full, codes, classes.size)
+        fitted = time.perf_counter()
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, need)
             for k in trainable)
+        solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
         if failed is not None:
             return self._fall_back(X, y, splits, str(failed), refit)
@@ -230,7 +235,7 @@ class GLRUCrossValidator(BaseEstimator):
                                                  np.concatenate([o.upper for o in outcomes])]) \
             if classes.size == 2 else _multiclass_bounds(tests, outcomes, classes.size)
         self.held_out_indices_ = np.concatenate(tests)
-        self.timings_ = {}
+        self.timings_ = {"full fit": fitted - started, "solves": solved - fitted}
         return self
 
     def _fit_ridge(self, X, y, splits, scorer, preprocessing, alpha, fit_intercept):

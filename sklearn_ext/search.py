@@ -30,13 +30,14 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import GridSearchCV, ParameterGrid, check_cv
 from sklearn.pipeline import Pipeline
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_X_y, indexable
+from sklearn.utils.validation import check_consistent_length, check_X_y, column_or_1d, indexable
 
 from glru._validation import check_X
 from glru.cross_validation import cross_validate
 from glru.ridge import held_out_predictions
 
-from ._adapters import Unsupported, is_ridge, linear_model, ridge_alpha, split_pipeline
+from ._adapters import (Unsupported, is_ridge, learns_from_rows, linear_model, pipeline_steps, ridge_alpha,
+                        split_pipeline)
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy,
                                _response_needed, _score, check_multiclass, cross_validate_multiclass, split_folds,
                                trainable_folds)
@@ -59,11 +60,14 @@ class GLRUSearchCV(GridSearchCV):
     ----------
     estimator : estimator
         ``LogisticRegression`` (L2, or elastic net with ``l1_ratio < 1``), ``LinearSVC``
-        (squared hinge, L2), ``Ridge``, or a Pipeline of row-wise stateless steps ending in one of them
-        (see :class:`~sklearn_ext.GLRUCrossValidator`; multiclass: one-vs-rest, or multinomial
-        ``LogisticRegression`` with L2). Anything else, multinomial multiclass with an L1 term,
-        multi-metric scoring and fit parameters run scikit-learn's GridSearchCV with a
-        :class:`~sklearn_ext.FallbackWarning` that says why.
+        (squared hinge, L2), ``Ridge``, or a Pipeline ending in one of them (see
+        :class:`~sklearn_ext.GLRUCrossValidator`; multiclass: one-vs-rest, or multinomial
+        ``LogisticRegression`` with L2). Steps that learn from the training rows (a
+        ``StandardScaler``, an imputer; not before ``Ridge``) are fitted on each fold's rows and
+        every fold is solved exactly on their output: no fold is certified without training,
+        ``prune`` has no effect and ``return_train_score=True`` falls back. Anything else,
+        multinomial multiclass with an L1 term, multi-metric scoring and fit parameters run
+        scikit-learn's GridSearchCV with a :class:`~sklearn_ext.FallbackWarning` that says why.
     param_grid : dict or list of dicts
         As in GridSearchCV. Grids (dicts) over ``C`` and ``l1_ratio`` only (``<step>__C`` for the
         last step of a Pipeline), or over ``alpha`` only for a ``Ridge`` (every alpha at once, in
@@ -160,12 +164,18 @@ class GLRUSearchCV(GridSearchCV):
         if reason is None:
             if y is None:
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
-            # what every fit of the supported estimators would reject (GridSearchCV: "all fits failed")
             ridge = all(isinstance(model, RidgeModel) for _, model in exact.values())
-            X_valid, y_valid = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=ridge,
-                                         y_numeric=ridge)
+            learned = learns_from_rows(self.estimator)
+            if learned:  # the steps see X as given (a DataFrame, missing values for an imputer, ...)
+                check_consistent_length(X, y)
+                X_valid, y_valid = X, column_or_1d(y, warn=True)
+            else:  # what every fit of the supported estimators would reject (GridSearchCV: "all fits failed")
+                X_valid, y_valid = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=ridge,
+                                             y_numeric=ridge)
             target = type_of_target(y_valid)
-            if ridge:
+            if learned and self.return_train_score:
+                reason = "training scores are not computed where Pipeline steps learn from the training rows"
+            elif ridge:
                 if self.return_train_score:
                     reason = "training scores of Ridge folds are not computed in closed form"
             elif target not in ("binary", "multiclass"):
@@ -203,7 +213,7 @@ class GLRUSearchCV(GridSearchCV):
         grid = _Grid(self, X_valid, y_valid, splits, trainable, scoring)
         order = sorted(exact, key=lambda i: (exact[i][1].C, i))  # strong to weak regularization
         if self.prune:
-            bounds = self._prunable(scorer, splits, trainable, len(exact), multiclass=np.unique(y_valid).size > 2)
+            bounds = self._prunable(scorer, splits, trainable, len(exact), np.unique(y_valid).size > 2, learned)
             if bounds:
                 for i in order:
                     lower, upper, seconds = grid.accuracy_bounds(*exact[i])
@@ -223,8 +233,9 @@ class GLRUSearchCV(GridSearchCV):
                 return self._search_with_scikit_learn(X, y, groups, params, "the scorer returns several metrics")
             self._say(f"{candidates[i]}: mean score {table.means()[i]:.6g}")
 
+        reasons.update(grid.fallbacks)
         self.fallback_reason_ = "; ".join(
-            f"{why} (grid points {', '.join(str(i) for i in reasons if reasons[i] == why)})"
+            f"{why} (grid points {', '.join(str(i) for i in sorted(reasons) if reasons[i] == why)})"
             for why in dict.fromkeys(reasons.values())) or None
         self.n_pruned_ = int(table.pruned.sum())
         self.multimetric_ = False
@@ -311,9 +322,11 @@ class GLRUSearchCV(GridSearchCV):
         table.fill(indices, part)
         return True
 
-    def _prunable(self, scorer, splits, trainable, n_exact, multiclass):
+    def _prunable(self, scorer, splits, trainable, n_exact, multiclass, learned):
         why = None
-        if multiclass:
+        if learned:
+            why = "Pipeline steps learn from the training rows, so no fold is certified without training"
+        elif multiclass:
             why = "certified score intervals are available for binary targets only"
         elif not _is_accuracy(scorer):
             why = "certified score intervals are available for accuracy only"
@@ -359,8 +372,10 @@ class RidgeModel:
 def _model(estimator, point):
     """The :class:`LinearModel` (or :class:`RidgeModel`) of one grid point's estimator, or
     :class:`Unsupported`."""
-    final = split_pipeline(estimator)[1]
+    final = pipeline_steps(estimator)[1]
     ridge = is_ridge(final)
+    if ridge:  # Ridge's closed form takes one design matrix for every fold: row-wise steps only
+        split_pipeline(estimator)
     model = RidgeModel(final) if ridge else linear_model(final)
     last = estimator.steps[-1][0] + "__" if isinstance(estimator, Pipeline) else ""
     allowed = ("alpha",) if ridge else REGULARIZATION
@@ -386,9 +401,13 @@ class _Grid:
         self.search, self.X, self.y, self.splits, self.trainable = search, X, y, splits, trainable
         self.scoring = scoring
         self.classes = np.unique(y)
-        self.preprocessing, self.X_model = None, X  # the grid varies the last step only: transform once
-        preprocessing = split_pipeline(search.estimator)[0]
-        if preprocessing is not None:
+        # the grid varies the last step only: row-wise steps transform once; steps that learn from
+        # the rows are fitted on each fold's (GLRUCrossValidator), and the engine is not run here
+        self.learned = learns_from_rows(search.estimator)
+        self.fallbacks = {}  # grid index -> why its validator fell back (a step that failed)
+        self.preprocessing, self.X_model = None, X
+        preprocessing = pipeline_steps(search.estimator)[0]
+        if preprocessing is not None and not self.learned:
             self.preprocessing = clone(preprocessing).fit(X, y)
             self.X_model = check_X(self.preprocessing.transform(X))
         self.engine = dict(n_jobs=search.n_jobs, verbose=max(search.verbose - 1, 0), pre_dispatch=search.pre_dispatch)
@@ -432,7 +451,7 @@ class _Grid:
             if certified is not None:
                 result = certified.resume()
                 self.latest = (result.coef, result.intercept)  # the start of this point's training scores
-            elif self.classes.size == 2:  # what the validator would compute, cold
+            elif self.classes.size == 2 and not self.learned:  # what the validator would compute, cold
                 result = self._cross_validate(model, need=_response_needed(check_scoring(estimator, self.scoring)))
             else:
                 result = None
@@ -443,6 +462,8 @@ class _Grid:
             total = time.perf_counter() - started
             fitting = min(sum(getattr(validator, "timings_", {}).values()), total)
             test = validator.scores_
+            if validator.fallback_reason_ is not None:
+                self.fallbacks[i] = validator.fallback_reason_
         train = None
         if table.train is not None:
             started = time.perf_counter()

@@ -24,6 +24,15 @@ def random_problem(seed, n, d, loss, sparse=False, density=0.5, scale=1.0):
     return (sp.csr_matrix(X) if sparse else X), y
 
 
+def scaled_problem(seed, n, d, sparse):
+    """Columns scaled over four decades and (dense) shifted, labels 0/1: what a StandardScaler
+    is for."""
+    X, y = random_problem(seed, n, d, "logistic", sparse=sparse)
+    scales = np.logspace(-2, 2, d)
+    X = sp.csr_matrix(X.multiply(scales)) if sparse else X * scales + 3.0
+    return X, np.where(y > 0, 1, 0)
+
+
 def random_targets(rng, m, loss, d=None):
     if loss in REGRESSION:
         return rng.standard_normal(m) * 2.0

@@ -24,7 +24,7 @@ import glru.cross_validation as glru_cv
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
 
 from ._exact import TiesToFirstClass, exact_estimator, squared_hinge_optimum
-from ._problems import random_problem
+from ._problems import random_problem, scaled_problem
 
 
 def exact_fold_estimator(estimator, X, y, train):
@@ -207,14 +207,6 @@ LEARNED = [
     make_pipeline(StandardScaler(), LinearSVC(C=0.3)),
     make_pipeline(StandardScaler(), LogisticRegression(C=0.5, l1_ratio=0.5, solver="saga")),
 ]
-
-
-def scaled_problem(seed, n, d, sparse):
-    """Columns scaled over four decades and (dense) shifted: what a StandardScaler is for."""
-    X, y = random_problem(seed, n, d, "logistic", sparse=sparse)
-    scales = np.logspace(-2, 2, d)
-    X = sp.csr_matrix(X.multiply(scales)) if sparse else X * scales + 3.0
-    return X, labels01(y)
 
 
 def learned(estimator, sparse):

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.stats import rankdata
 from sklearn.datasets import load_digits, load_svmlight_file
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression, Ridge, SGDClassifier
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, LeaveOneOut, StratifiedKFold
@@ -20,7 +21,7 @@ from sklearn_ext import FallbackWarning, GLRUSearchCV
 from sklearn_ext import search as search_module
 
 from ._exact import ExactRefit
-from ._problems import random_problem
+from ._problems import random_problem, scaled_problem
 
 CS = [1.0, 0.003, 30.0, 0.1]  # not sorted: results come in ParameterGrid order, not in C order
 
@@ -116,6 +117,53 @@ def test_pipeline_with_prefixed_parameters():
     got = only_glru(GLRUSearchCV(pipe, grid, cv=cv), X, y)
     assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv), 5)
     assert got.best_estimator_[-1].C == got.best_params_["logisticregression__C"]
+
+
+# ---- Pipelines whose steps learn from the training rows: each fold's steps fitted on its rows
+@pytest.mark.parametrize("final", ESTIMATORS, ids=repr)
+@pytest.mark.parametrize("cv", [LeaveOneOut(), KFold(4, shuffle=True, random_state=6)], ids=["loo", "kfold"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_pipeline_learning_from_the_training_rows_equals_exact_grid_search(final, cv, sparse):
+    X, y = scaled_problem(7, 24, 5, sparse)
+    pipe = make_pipeline(StandardScaler(with_mean=not sparse), final)
+    grid = {f"{pipe.steps[-1][0]}__C": CS}
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv), X, y)
+    assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv), cv.get_n_splits(X))
+    assert got.n_pruned_ == 0 and np.all(got.cv_results_["mean_fit_time"] > 0)
+
+
+def test_pipeline_learning_from_the_training_rows_multiclass_and_values():
+    X, _ = scaled_problem(8, 45, 4, False)
+    y = np.arange(45) % 3
+    pipe = make_pipeline(StandardScaler(), LogisticRegression())
+    grid = {"logisticregression__C": CS}
+    cv = StratifiedKFold(3, shuffle=True, random_state=7)
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv, scoring="neg_log_loss"), X, y)
+    assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv, scoring="neg_log_loss"), 3, rtol=1e-6)
+
+
+def test_pipeline_learning_from_the_training_rows_takes_x_as_given():
+    """An imputer sees the missing values (each fold's means of its own rows)."""
+    X, y = scaled_problem(9, 40, 4, False)
+    X[::7, 1] = np.nan
+    pipe = make_pipeline(SimpleImputer(), StandardScaler(), LinearSVC())
+    grid = {"linearsvc__C": CS}
+    cv = KFold(4, shuffle=True, random_state=8)
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv), X, y)
+    assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv), 4)
+
+
+def test_pipeline_learning_from_the_training_rows_no_pruning_no_training_scores():
+    X, y = scaled_problem(10, 30, 4, False)
+    pipe = make_pipeline(StandardScaler(), LogisticRegression())
+    grid = {"logisticregression__C": CS}
+    with pytest.warns(UserWarning, match="prune=True has no effect here: Pipeline steps learn"):
+        got = only_glru(GLRUSearchCV(pipe, grid, cv=3, prune=True), X, y)
+    assert got.n_pruned_ == 0 and not got.cv_results_["pruned"].any()
+    assert_same_results(got, exact_search(pipe, grid, X, y, cv=3), 3)
+    with pytest.warns(FallbackWarning, match="training scores are not computed where Pipeline steps learn"):
+        got = GLRUSearchCV(pipe, grid, cv=3, return_train_score=True).fit(X, y)
+    assert_equals_grid_search(got, GridSearchCV(pipe, grid, cv=3, return_train_score=True).fit(X, y))
 
 
 def test_train_scores():
@@ -306,8 +354,7 @@ def assert_equals_grid_search(got, expected):
 @pytest.mark.parametrize("estimator,grid,why", [
     (LogisticRegression(), {"C": [0.1, 1.0], "tol": [1e-4, 1e-2]}, "the grid varies tol"),
     (SGDClassifier(random_state=0), {"alpha": [1e-4, 1e-2]}, "SGDClassifier is not supported"),
-    (make_pipeline(StandardScaler(), LogisticRegression()), {"logisticregression__C": [0.1, 1.0]},
-     "learns from the training rows"),
+    (make_pipeline(StandardScaler(), Ridge()), {"ridge__alpha": [0.1, 1.0]}, "learns from the training rows"),
     (LogisticRegression(class_weight="balanced"), {"C": [0.1, 1.0]}, "class_weight"),
 ])
 def test_unsupported_searches_fall_back_with_reason(estimator, grid, why):
