@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.stats import rankdata
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import load_digits, load_svmlight_file
+from sklearn.exceptions import FitFailedWarning
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression, Ridge, SGDClassifier
 from sklearn.metrics import accuracy_score
@@ -164,6 +166,36 @@ def test_pipeline_learning_from_the_training_rows_no_pruning_no_training_scores(
     with pytest.warns(FallbackWarning, match="training scores are not computed where Pipeline steps learn"):
         got = GLRUSearchCV(pipe, grid, cv=3, return_train_score=True).fit(X, y)
     assert_equals_grid_search(got, GridSearchCV(pipe, grid, cv=3, return_train_score=True).fit(X, y))
+
+
+class _NeedsTheLargestRow(TransformerMixin, BaseEstimator):
+    """A step whose fit fails on the training rows of the fold that holds out the largest value."""
+
+    def __init__(self, largest=np.inf):
+        self.largest = largest
+
+    def fit(self, X, y=None):
+        if X[:, 0].max() < self.largest:
+            raise ValueError("the largest row is missing")
+        return self
+
+    def transform(self, X):
+        return X
+
+
+def test_pipeline_step_failing_on_a_fold_hands_the_grid_points_to_scikit_learn():
+    X, y = scaled_problem(11, 40, 3, False)
+    pipe = make_pipeline(_NeedsTheLargestRow(X[:, 0].max()), StandardScaler(), LogisticRegression())
+    grid = {"logisticregression__C": [0.1, 1.0]}
+    with pytest.warns(FallbackWarning, match="the largest row is missing"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)  # scikit-learn's, of the failing fold
+        got = GLRUSearchCV(pipe, grid, cv=4).fit(X, y)
+    assert "the largest row is missing" in got.fallback_reason_ and "(grid points 0, 1)" in got.fallback_reason_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)
+        expected = GridSearchCV(pipe, grid, cv=4).fit(X, y)
+    for key in ("mean_test_score", "split0_test_score", "split1_test_score"):
+        np.testing.assert_array_equal(got.cv_results_[key], expected.cv_results_[key])
 
 
 def test_train_scores():
