@@ -201,7 +201,7 @@ class _Engine:
         # job), or, for the squared hinge on data with not many more rows than features, each
         # solved by dual coordinate descent (there its primal Newton steps zigzag: the rows that
         # hold the optimum change from step to step; see DUAL_MAX_ROWS_PER_FEATURE)
-        dual = l2 and dual_solves(loss, fit_intercept) and n <= DUAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept)
+        dual = l2 and dual_pays_off(loss, fit_intercept, n, d)
         self.newton_cg = l2 and self.span is None and self.iterate_together and not dual
         self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM and (
             not (self.newton_cg or (dual and self.span is None))
@@ -912,6 +912,14 @@ MAX_ACTIVE_SET_REFRESHES = 20  # semismooth Newton steps a fold may take before 
 # decision values count as pinned down when certified to this relative width; anything wider is
 # solved to TOL_ROUNDING
 VALUE_RTOL = 1e-9
+
+
+def dual_pays_off(loss, fit_intercept, n, d):
+    """Whether a fold of n rows and d features (L2 penalty) that starts without a Newton centre is
+    solved faster by LIBLINEAR's dual coordinate descent than by primal Newton steps from the full
+    fit: the squared hinge with not many more rows than features (``DUAL_MAX_ROWS_PER_FEATURE``),
+    where the rows that hold the optimum change from one primal step to the next."""
+    return dual_solves(loss, fit_intercept) and n <= DUAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept)
 
 
 def _centres_pay_off(X, fit_intercept, dropped):

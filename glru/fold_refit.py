@@ -19,10 +19,11 @@ import numpy as np
 
 from .bounds import zero_band
 from .certificate import certificate_at
-from .cross_validation import TOL_ROUNDING
+from .cross_validation import TOL_ROUNDING, dual_pays_off
 from .held_out import HeldOutOutcome
 from .multinomial_cv import solve_fold, solved_fold_outcome
 from .one_vs_rest import outcome_from_classes
+from .penalties import L2
 from .problem import Problem, row_norms_sq
 from .solver import solve_held_out
 
@@ -47,8 +48,13 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, coef=None
     if need not in ("labels", "values"):
         raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
     coef = np.zeros(X_train.shape[1]) if coef is None else coef
+    # the engine's choice for folds without a Newton centre: the start is no closer than 0 for
+    # dual coordinate descent (madelon.t with a StandardScaler, LinearSVC, C = 10: 0.29 s for two
+    # folds instead of 0.91 s by semismooth Newton from the full fit)
+    method = "liblinear-dual" if type(penalty) is L2 and dual_pays_off(loss, fit_intercept, *X_train.shape) \
+        else "auto"
     coef, intercept = solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
-                                     X_test if need == "labels" else None, TOL_ROUNDING)
+                                     X_test if need == "labels" else None, TOL_ROUNDING, method)
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
     intercept = intercept if fit_intercept else 0.0
     evaluation = problem.duality_gap(coef, intercept)
