@@ -2,6 +2,7 @@
 fold (:mod:`glru.cross_validation`) or a stepwise candidate on a fold (:mod:`glru.stepwise`)."""
 
 import numpy as np
+import scipy.sparse as sp
 
 
 class HeldOutOutcome:
@@ -115,3 +116,26 @@ class MulticlassOutcome:
         reach = np.take_along_axis(values, top, axis=1) - np.take_along_axis(band, top, axis=1)
         winner[open_rows] = np.argmax(values >= reach - band, axis=1)
         return self.classes[winner]
+
+
+def nonzero_counts(X):
+    """How many rows of X hold a nonzero value in each column."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        return np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
+    return np.count_nonzero(X, axis=0)
+
+
+def zero_unused_weights(coef, training_counts):
+    """``coef`` ((d̃,) or (K, d̃)) with the weights of the columns no training row uses
+    (``training_counts`` 0, :func:`nonzero_counts` of the first d ≤ d̃ columns) set to 0: their
+    exact value at the optimum of an L2 or elastic-net problem, where such a weight enters the
+    objective through the penalty alone. A warm-started solve leaves them within rounding of 0
+    instead, and a held-out row that should tie with one using none of its columns (the
+    intercept alone) then compares by that rounding: a different roc_auc on sparse data."""
+    unused = np.flatnonzero(np.asarray(training_counts) == 0)
+    if unused.size == 0:
+        return coef
+    coef = np.array(coef, dtype=float)
+    coef[..., unused] = 0.0
+    return coef

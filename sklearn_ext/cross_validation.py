@@ -27,6 +27,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, c
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
 from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold
+from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
@@ -175,10 +176,12 @@ class GLRUCrossValidator(BaseEstimator):
                 pre_dispatch=self.pre_dispatch)
         self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
                                                                      X_model.shape[1]))
+        counts = nonzero_counts(X_model) if need != "labels" else None
         self._set_scores(X, y, splits, scorer, trainable, [
             HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(
-                preprocessing, model.fitted(outcome.coef, outcome.intercept, classes, X_model.shape[1]))
-            for outcome in result.outcomes])
+                preprocessing, _fold_model(model, outcome, classes, X_model.shape[1],
+                                           counts - nonzero_counts(X_model[fold.test])))
+            for fold, outcome in zip(folds, result.outcomes)])
         self.n_certified_, self.n_retrained_ = result.n_certified, result.n_retrained
         self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in result.outcomes]),
                                                  np.concatenate([o.upper for o in result.outcomes])])
@@ -259,11 +262,12 @@ class GLRUCrossValidator(BaseEstimator):
                                            verbose=self.verbose, pre_dispatch=self.pre_dispatch)
         self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
                                                                      X_model.shape[1]))
+        counts = nonzero_counts(X_model) if need != "labels" else None
         self._set_scores(X, y, splits, scorer, trainable, [
             HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(
-                preprocessing, model.fitted(outcome.coef, outcome.intercept, classes[outcome.classes],
-                                            X_model.shape[1]))
-            for outcome in result.outcomes])
+                preprocessing, _fold_model(model, outcome, classes[outcome.classes], X_model.shape[1],
+                                           counts - nonzero_counts(X_model[fold.test])))
+            for fold, outcome in zip(folds, result.outcomes)])
         self.n_certified_, self.n_retrained_ = result.n_certified, result.n_retrained
         self.decision_bounds_ = _multiclass_bounds([f.test for f in folds], result.outcomes, classes.size)
         self.held_out_indices_ = np.concatenate([f.test for f in folds])
@@ -375,7 +379,15 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     else:
         outcome = refit_one_vs_rest_fold(X_train, codes[train], X_test, model.loss, penalty, model.fit_intercept,
                                          coef, intercept)
+    if need == "values":  # (the fold's columns: those its steps output)
+        outcome.coef = zero_unused_weights(outcome.coef, nonzero_counts(X_train))
     return steps, outcome
+
+
+def _fold_model(model, outcome, classes, n_features, training_counts):
+    """The estimator of a fold's exact solution (:func:`glru.held_out.zero_unused_weights`: the
+    weights of the columns its training rows do not use are exactly 0)."""
+    return model.fitted(zero_unused_weights(outcome.coef, training_counts), outcome.intercept, classes, n_features)
 
 
 def _multiclass_bounds(tests, outcomes, n_classes):

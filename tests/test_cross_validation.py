@@ -87,6 +87,24 @@ def test_value_scorers_match_exact_refits(estimator, scoring):
     np.testing.assert_allclose(got, exact_scores(estimator, X, y, cv, scoring), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("estimator", [LogisticRegression(C=2.0), LogisticRegression(C=10.0, fit_intercept=False)],
+                         ids=repr)
+@pytest.mark.parametrize("seed", [2, 11])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_weights_no_training_row_uses_are_exactly_0(estimator, seed, sparse):
+    """Binary words, two in a document on average: a held-out document whose words no training
+    document has, or none at all, has the intercept alone as its exact value, and roc_auc
+    counts such documents as tied. The folds start from the full fit, where those weights are
+    not 0; solved, they were within 1e-16–1e-11 of it."""
+    rng = np.random.default_rng(seed)
+    X = (rng.random((80, 40)) < 0.05) * 1.0
+    y = (rng.random(80) < 0.5).astype(int)
+    X = sp.csr_matrix(X) if sparse else X
+    cv = StratifiedKFold(4, shuffle=True, random_state=seed)
+    got = cross_val_score(estimator, X, y, cv=cv, scoring="roc_auc")
+    np.testing.assert_array_equal(got, exact_scores(estimator, X, y, cv, "roc_auc"))
+
+
 def test_decision_bounds_contain_exact_values():
     X, y = random_problem(11, 35, 50, "logistic")
     est = LogisticRegression(C=0.2)
