@@ -120,11 +120,13 @@ class GLRUCrossValidator(BaseEstimator):
         """Compute the cross-validation scores of ``estimator`` on (X, y)."""
         return self._fit(X, y, groups)
 
-    def _fit(self, X, y, groups=None, result=None, refit=True):
+    def _fit(self, X, y, groups=None, result=None, refit=True, previous=None):
         """:meth:`fit`; ``result`` is the binary engine's result when already computed (by
         :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model). Without ``refit``
         (:func:`cross_val_score`, which returns the scores only) a fallback does not fit
-        ``estimator_``."""
+        ``estimator_``. ``previous``: for steps that learn from the training rows, each
+        trainable fold's solution at a neighbouring grid point (``_fold_solutions`` of the
+        validator that computed it; a start, see :func:`_refit_learned_fold`)."""
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         try:  # the estimator first: one glru cannot compute gets scikit-learn the data as given
@@ -138,7 +140,7 @@ class GLRUCrossValidator(BaseEstimator):
             X, y, groups = indexable(X, y, groups)
             return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit)
         if learned:  # the steps see X as given (a DataFrame, missing values for an imputer, ...)
-            return self._fit_learned(X, y, groups, cv, scorer, preprocessing, model, refit)
+            return self._fit_learned(X, y, groups, cv, scorer, preprocessing, model, refit, previous)
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
                          y_numeric=is_ridge(final))
         try:
@@ -189,7 +191,7 @@ class GLRUCrossValidator(BaseEstimator):
         self.timings_ = result.timings
         return self
 
-    def _fit_learned(self, X, y, groups, cv, scorer, preprocessing, model, refit):
+    def _fit_learned(self, X, y, groups, cv, scorer, preprocessing, model, refit, previous=None):
         """A Pipeline whose steps learn from the training rows (a ``StandardScaler``): each fold's
         steps are fitted on its training rows, as scikit-learn fits them, and its model solved
         exactly on what they output (:mod:`glru.fold_refit`), from the full fit, in parallel
@@ -217,8 +219,9 @@ class GLRUCrossValidator(BaseEstimator):
         start = _exact_fit(model, X_full, codes, classes.size)
         fitted = time.perf_counter()
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
-            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, need)
-            for k in trainable)
+            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, need,
+                                         None if previous is None else previous[j])
+            for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
         if failed is not None:
@@ -234,6 +237,7 @@ class GLRUCrossValidator(BaseEstimator):
         self.n_certified_, self.n_retrained_ = 0, len(trainable)
         tests = [splits[k][1] for k in trainable]
         outcomes = [outcome for _, outcome in results]
+        self._fold_solutions = [(outcome.coef, outcome.intercept) for outcome in outcomes]
         self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in outcomes]),
                                                  np.concatenate([o.upper for o in outcomes])]) \
             if classes.size == 2 else _multiclass_bounds(tests, outcomes, classes.size)
@@ -353,9 +357,10 @@ def _exact_fit(model, X, codes, n_classes):
     return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
 
 
-def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, need):
+def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, need, previous=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
-    the fold starts from the full fit where the dimensions agree."""
+    the fold starts from the full fit where the dimensions agree, or (binary) from ``previous``,
+    its solution at a neighbouring grid point, if that has the smaller duality gap."""
     train, test = split
     fitted = _transformed(preprocessing, model, X, y, train)
     if isinstance(fitted, _StepFailed):
@@ -371,8 +376,9 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
         coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
     penalty = model.penalty_for(train.size)
     if n_classes == 2:
+        starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape else [])
         outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                             model.fit_intercept, coef, intercept, need)
+                             model.fit_intercept, starts, need)
     elif model.multiclass == "multinomial":
         outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                          intercept)

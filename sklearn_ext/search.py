@@ -405,6 +405,10 @@ class _Grid:
         # the rows are fitted on each fold's (GLRUCrossValidator), and the engine is not run here
         self.learned = learns_from_rows(search.estimator)
         self.fallbacks = {}  # grid index -> why its validator fell back (a step that failed)
+        # steps that learn from the rows: the folds' solutions at the grid point computed last, the
+        # next point's fold starts where their gaps are smaller (a9a.t + StandardScaler, 5 C: 1.9 →
+        # 1.2 s for two folds' solves)
+        self.previous = None
         self.preprocessing, self.X_model = None, X
         preprocessing = pipeline_steps(search.estimator)[0]
         if preprocessing is not None and not self.learned:
@@ -458,7 +462,8 @@ class _Grid:
             validator = GLRUCrossValidator(
                 estimator, cv=self.splits, scoring=self.scoring, n_jobs=self.search.n_jobs,
                 verbose=self.engine["verbose"], pre_dispatch=self.search.pre_dispatch,
-                error_score=self.search.error_score)._fit(self.X, self.y, result=result)
+                error_score=self.search.error_score)._fit(self.X, self.y, result=result, previous=self.previous)
+            self.previous = getattr(validator, "_fold_solutions", None)
             total = time.perf_counter() - started
             fitting = min(sum(getattr(validator, "timings_", {}).values()), total)
             test = validator.scores_

@@ -134,6 +134,27 @@ def test_pipeline_learning_from_the_training_rows_equals_exact_grid_search(final
     assert got.n_pruned_ == 0 and np.all(got.cv_results_["mean_fit_time"] > 0)
 
 
+def test_pipeline_learning_from_the_training_rows_starts_from_the_previous_grid_point(monkeypatch):
+    """Each fold also offers its solution at the grid point computed before (a start: the one
+    with the smaller gap is taken); the scores stay exact."""
+    import sklearn_ext.cross_validation as validator_module
+
+    offered = []
+
+    def recording(*args, **kwargs):
+        offered.append(len(args[6]))
+        return refit_fold(*args, **kwargs)
+
+    refit_fold = validator_module.refit_fold
+    monkeypatch.setattr(validator_module, "refit_fold", recording)
+    X, y = scaled_problem(12, 40, 5, True)
+    pipe = make_pipeline(StandardScaler(with_mean=False), LogisticRegression())
+    grid = {"logisticregression__C": CS}
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=4), X, y)
+    assert offered == [1] * 4 + [2] * 12  # strong to weak regularization: the first point has no neighbour
+    assert_same_results(got, exact_search(pipe, grid, X, y, cv=4), 4)
+
+
 def test_pipeline_learning_from_the_training_rows_multiclass_and_values():
     X, _ = scaled_problem(8, 45, 4, False)
     y = np.arange(45) % 3
