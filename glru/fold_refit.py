@@ -8,7 +8,8 @@ that relation is gone. Each fold is then solved on its own, from a start (the fu
 transformed data are close to a fold's), and, when only the held-out labels are needed, stopped
 as soon as the certificate at its iterate decides their signs (Remark 3); otherwise solved to
 rounding level. A sign no certificate decides is read at a point polished to rounding level,
-with the zero band of :func:`glru.bounds.zero_band`, as the engine reads it. Multiclass folds
+with the zero band of :func:`glru.bounds.zero_band` (:func:`glru.held_out.held_out_bounds`, as
+stepwise selection reads its solved candidates). Multiclass folds
 (one-vs-rest, multinomial) are solved to rounding level and certified as the multiclass engines
 certify their solved folds.
 """
@@ -17,14 +18,12 @@ import warnings
 
 import numpy as np
 
-from .bounds import zero_band
-from .certificate import certificate_at
 from .cross_validation import TOL_ROUNDING, dual_pays_off
-from .held_out import HeldOutOutcome
+from .held_out import HeldOutOutcome, held_out_bounds
 from .multinomial_cv import solve_fold, solved_fold_outcome
 from .one_vs_rest import outcome_from_classes
 from .penalties import L2
-from .problem import Problem, row_norms_sq
+from .problem import Problem
 from .solver import solve_held_out
 
 
@@ -57,32 +56,21 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     # folds instead of 0.91 s by semismooth Newton from the full fit)
     method = "liblinear-dual" if type(penalty) is L2 and dual_pays_off(loss, fit_intercept, *X_train.shape) \
         else "auto"
+    # the column summaries its solve and the bounds below both need, computed once
     coef, intercept = solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
-                                     X_test if need == "labels" else None, TOL_ROUNDING, method)
+                                     X_test if need == "labels" else None, TOL_ROUNDING, method,
+                                     (problem.col_norms_sq, problem.dual_domain))
     intercept = intercept if fit_intercept else 0.0
-    evaluation = problem.duality_gap(coef, intercept)
-    lower, upper = certificate_at(problem, coef, intercept, evaluation).decision_bounds(X_test, intercept="exact")
-    values = np.asarray(X_test @ coef).ravel() + intercept
+    lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test)
     outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
     outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
-    outcome.zero_band = _zero_band(problem, evaluation, X_test)
+    outcome.zero_band = band
     if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):
         from sklearn.exceptions import ConvergenceWarning  # (as the engine's _warn_unsettled)
 
         warnings.warn("glru could not solve a fold to rounding level; its held-out labels are read where the "
                       "solver stopped and may differ from an exact refit's.", ConvergenceWarning, stacklevel=2)
     return outcome
-
-
-def _zero_band(problem, evaluation, X_test):
-    """:func:`glru.bounds.zero_band` of the held-out rows at the fold's final point."""
-    def norms(X):
-        return np.sqrt(row_norms_sq(X) + problem.fit_intercept)
-
-    curvature = problem.loss.second_derivative(problem.y, evaluation.margins).sum() if problem.fit_intercept else None
-    return zero_band(norms(X_test), evaluation.alpha, norms(problem.X), problem.n * problem.penalty.lam, problem.d,
-                     curvature)
-
 
 
 def refit_one_vs_rest_fold(X_train, codes_train, X_test, loss, penalty, fit_intercept, coef, intercept):

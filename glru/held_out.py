@@ -4,6 +4,10 @@ fold (:mod:`glru.cross_validation`) or a stepwise candidate on a fold (:mod:`glr
 import numpy as np
 import scipy.sparse as sp
 
+from .bounds import zero_band
+from .certificate import certificate_at
+from .problem import row_norms_sq
+
 
 class HeldOutOutcome:
     """Certified bounds on the held-out decision values of one problem, and where they came from.
@@ -116,6 +120,23 @@ class MulticlassOutcome:
         reach = np.take_along_axis(values, top, axis=1) - np.take_along_axis(band, top, axis=1)
         winner[open_rows] = np.argmax(values >= reach - band, axis=1)
         return self.classes[winner]
+
+
+def held_out_bounds(problem, coef, intercept, X_test):
+    """(lower, upper, values, band, evaluation) of X_test's decision values for ``problem`` at
+    (coef, intercept): certified bounds (exact intercept bracket), the values, their
+    :func:`glru.bounds.zero_band`, and the point's :class:`glru.problem.GapEvaluation`."""
+    ev = problem.duality_gap(coef, intercept)
+    lower, upper = certificate_at(problem, coef, intercept, ev).decision_bounds(X_test, intercept="exact")
+    values = np.asarray(X_test @ coef).ravel() + intercept
+    train, test = np.sqrt(row_norms_sq(problem.X)), np.sqrt(row_norms_sq(X_test))
+    curvature = None
+    if problem.fit_intercept:
+        train, test = np.sqrt(train ** 2 + 1.0), np.sqrt(test ** 2 + 1.0)
+        curvature = problem.loss.second_derivative(problem.y, ev.margins).sum()
+    band = zero_band(test, -problem.loss.derivative(problem.y, ev.margins), train, problem.n * problem.penalty.lam,
+                     problem.d, curvature)
+    return lower, upper, values, band, ev
 
 
 def nonzero_counts(X):

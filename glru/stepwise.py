@@ -32,11 +32,10 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
-from .bounds import zero_band
 from .candidates import TOL_ROUNDING, CandidateCertifier
-from .certificate import certificate_at, curvature_weighted_mean
+from .certificate import curvature_weighted_mean
 from .duality import EPS
-from .held_out import HeldOutOutcome
+from .held_out import HeldOutOutcome, held_out_bounds
 from .problem import Problem, row_norms_sq
 from .solver import dense_newton_solve, optimal_intercept, polish, solve, solve_held_out
 
@@ -196,24 +195,8 @@ def _solve_candidate(X_train, y_train, loss, penalty, fit_intercept, coef, inter
     if not converged:
         coef, intercept = solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
                                          X_test if labels_only else None, tol)
-    lower, upper, values, band = held_out_bounds(problem, coef, intercept, X_test)
+    lower, upper, values, band, _ = held_out_bounds(problem, coef, intercept, X_test)
     return coef, intercept, lower, upper, values, band
-
-
-def held_out_bounds(problem, coef, intercept, X_test):
-    """Certified bounds, values and :func:`glru.bounds.zero_band` of X_test's decision values
-    for ``problem``, at (coef, intercept)."""
-    ev = problem.duality_gap(coef, intercept)
-    lower, upper = certificate_at(problem, coef, intercept, ev).decision_bounds(X_test, intercept="exact")
-    values = np.asarray(X_test @ coef).ravel() + intercept
-    train, test = np.sqrt(row_norms_sq(problem.X)), np.sqrt(row_norms_sq(X_test))
-    curvature = None
-    if problem.fit_intercept:
-        train, test = np.sqrt(train ** 2 + 1.0), np.sqrt(test ** 2 + 1.0)
-        curvature = problem.loss.second_derivative(problem.y, ev.margins).sum()
-    band = zero_band(test, -problem.loss.derivative(problem.y, ev.margins), train, problem.n * problem.penalty.lam,
-                     problem.d, curvature)
-    return lower, upper, values, band
 
 
 class _FoldData:
@@ -265,7 +248,7 @@ class _CurrentFit:
 
     def held_out(self):
         """The current fit's own held-out predictions (the score of the current feature set)."""
-        lower, upper, values, band = held_out_bounds(self.problem, self.coef, self.intercept, self.X_test)
+        lower, upper, values, band, _ = held_out_bounds(self.problem, self.coef, self.intercept, self.X_test)
         outcome = HeldOutOutcome(lower, upper, values, self.coef, self.intercept, solved=True)
         outcome.zero_band = band
         return outcome

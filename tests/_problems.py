@@ -2,6 +2,7 @@
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
 
 import glru
 
@@ -61,3 +62,22 @@ def reference_interval(ref, X_eval):
 
 def dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+class RefusingStep(TransformerMixin, BaseEstimator):
+    """A Pipeline step that passes rows through, but whose fit raises on fewer than
+    ``min_rows`` rows, or on rows whose first column stays below ``largest`` (the training rows
+    of the fold that holds out the largest value)."""
+
+    def __init__(self, min_rows=0, largest=-np.inf):
+        self.min_rows, self.largest = min_rows, largest
+
+    def fit(self, X, y=None):
+        if X.shape[0] < self.min_rows:
+            raise ValueError(f"fewer than {self.min_rows} rows")
+        if X[:, 0].max() < self.largest:
+            raise ValueError("the largest row is missing")
+        return self
+
+    def transform(self, X):
+        return X

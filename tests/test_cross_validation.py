@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from hypothesis import example, given
 from hypothesis import strategies as st
 from sklearn import model_selection
-from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.base import clone
 from sklearn.compose import make_column_transformer
 from sklearn.exceptions import FitFailedWarning
 from sklearn.impute import SimpleImputer
@@ -24,7 +24,7 @@ import glru.cross_validation as glru_cv
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
 
 from ._exact import TiesToFirstClass, exact_estimator, squared_hinge_optimum
-from ._problems import random_problem, scaled_problem
+from ._problems import RefusingStep, random_problem, scaled_problem
 
 
 def exact_fold_estimator(estimator, X, y, train):
@@ -285,21 +285,9 @@ def test_pipeline_with_an_imputer_takes_missing_values():
     np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
 
 
-class _FitsOnAllRowsOnly(TransformerMixin, BaseEstimator):
-    """A step that refuses to be fitted on fewer than 40 rows (every training fold below)."""
-
-    def fit(self, X, y=None):
-        if X.shape[0] < 40:
-            raise ValueError("fewer than 40 rows")
-        return self
-
-    def transform(self, X):
-        return X
-
-
 def test_pipeline_step_failing_on_a_fold_falls_back_to_scikit_learn():
     X, y = scaled_problem(15, 40, 3, False)
-    estimator = make_pipeline(_FitsOnAllRowsOnly(), StandardScaler(), LogisticRegression())
+    estimator = make_pipeline(RefusingStep(min_rows=40), StandardScaler(), LogisticRegression())  # every fold
     with pytest.warns(FallbackWarning, match="fewer than 40 rows"), pytest.raises(ValueError, match="fits failed"):
         cross_val_score(estimator, X, y, cv=4)
 

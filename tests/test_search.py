@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.stats import rankdata
-from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import load_digits, load_svmlight_file
 from sklearn.exceptions import FitFailedWarning
 from sklearn.impute import SimpleImputer
@@ -23,7 +22,7 @@ from sklearn_ext import FallbackWarning, GLRUSearchCV
 from sklearn_ext import search as search_module
 
 from ._exact import ExactRefit
-from ._problems import random_problem, scaled_problem
+from ._problems import RefusingStep, random_problem, scaled_problem
 
 CS = [1.0, 0.003, 30.0, 0.1]  # not sorted: results come in ParameterGrid order, not in C order
 
@@ -189,24 +188,9 @@ def test_pipeline_learning_from_the_training_rows_no_pruning_no_training_scores(
     assert_equals_grid_search(got, GridSearchCV(pipe, grid, cv=3, return_train_score=True).fit(X, y))
 
 
-class _NeedsTheLargestRow(TransformerMixin, BaseEstimator):
-    """A step whose fit fails on the training rows of the fold that holds out the largest value."""
-
-    def __init__(self, largest=np.inf):
-        self.largest = largest
-
-    def fit(self, X, y=None):
-        if X[:, 0].max() < self.largest:
-            raise ValueError("the largest row is missing")
-        return self
-
-    def transform(self, X):
-        return X
-
-
 def test_pipeline_step_failing_on_a_fold_hands_the_grid_points_to_scikit_learn():
     X, y = scaled_problem(11, 40, 3, False)
-    pipe = make_pipeline(_NeedsTheLargestRow(X[:, 0].max()), StandardScaler(), LogisticRegression())
+    pipe = make_pipeline(RefusingStep(largest=X[:, 0].max()), StandardScaler(), LogisticRegression())
     grid = {"logisticregression__C": [0.1, 1.0]}
     with pytest.warns(FallbackWarning, match="the largest row is missing"), warnings.catch_warnings():
         warnings.simplefilter("ignore", FitFailedWarning)  # scikit-learn's, of the failing fold
