@@ -149,7 +149,10 @@ class Step:
             moved, sizes = certifier.chord(part, current)
             for p, old, outcome, size in zip(part, current, moved, sizes):
                 scale = 1.0 + np.linalg.norm(old.coef) + abs(old.intercept)
-                if size <= 4 * EPS * scale or size > CHORD_CONTRACTION * self._last_step.get((k, p), np.inf):
+                # a step that blew up has infinite length (CandidateCertifier._step): stalled, also
+                # as a pair's first step, where no previous length bounds it
+                stalled = not np.isfinite(size) or size > CHORD_CONTRACTION * self._last_step.get((k, p), np.inf)
+                if size <= 4 * EPS * scale or stalled:
                     if old.rounded:  # settled at the point the steps cannot improve
                         old.solved = True
                     else:

@@ -121,6 +121,10 @@ def test_backward_auto_keeps_everything_when_every_removal_hurts():
 # a candidate's Newton step with an intercept curvature near 0 (C = 57, one feature left) moved
 # its intercept to -1.8e24: the solve from there saw infinite held-out bounds
 @example(seed=167, n=26, d=4, C=57.0, fit_intercept=True, svc=False, sparse=False, forward=False, kfold=False)
+# the first Newton step of a candidate blew up (its length infinite, the step not taken): with no
+# earlier step to compare it with, it was taken for progress, and the same step was tried forever
+@example(seed=256, n=24, d=2, C=88.33434132903017, fit_intercept=True, svc=False, sparse=True, forward=False,
+         kfold=False)
 def test_property_selection_equals_exact_refits(seed, n, d, C, fit_intercept, svc, sparse, forward, kfold):
     X, y = labelled(seed, n, d, sparse=sparse)
     if np.unique(y).size < 2:
