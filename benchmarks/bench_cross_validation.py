@@ -148,7 +148,7 @@ def shapes():
 def pipeline_sets():
     """(name, X, y, cv) for the Pipeline rows: shared data 10-fold (sparse ones scaled without
     centring, as StandardScaler requires), and two small multiclass sets, leave-one-out."""
-    for data in ("madelon.t.gz", "a9a.t.gz", "mushrooms.gz"):
+    for data in ("madelon.t.gz", "a9a.t.gz", "mushrooms.gz", "w8a.gz"):
         X, y = load_svmlight_file(str(DATA / data))
         yield f"{data[:-3]} 10-fold", X.toarray() if data.startswith("madelon") else X.tocsr(), y, StratifiedKFold(10)
     for loader in (load_iris, load_wine):

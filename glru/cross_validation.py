@@ -44,6 +44,7 @@ from .anderson import ANDERSON_DEPTH, Anderson
 from .blas import single_threaded_blas
 from .bounds import primal_radius, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
+from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
 from .curvature import FoldCurvature, hessian_error
 from .duality import EPS, enforce_zero_sum, gamma, margin_error
 from .fold_steps import FoldBlock, single_precision
@@ -932,7 +933,7 @@ def _centres_pay_off(X, fit_intercept, dropped):
     20000 × 500 (5 %) 0.90 / 2.68 s, 1.9 (LinearSVC 0.97 / 1.89 s); Gaussian 20000 × 500 (5 %)
     0.61 / 0.97 s, 2.6. Leave-one-out always keeps them (n folds to iterate)."""
     dim = X.shape[1] + fit_intercept
-    centres = _centres_seconds(_gram_seconds(X), dim, dropped)
+    centres = _centres_seconds(gram_seconds(X), dim, dropped)
     return _centres_advantage(X.shape[0], dim) * centres <= _newton_cg_seconds(X, dropped)
 
 
@@ -952,7 +953,7 @@ def _semismooth_pays_off(X, fit_intercept):
     600 × 500, standardized) 0.06–0.10 / 0.22 s; sparse 4000 × 2000 (5 %) 1.9 / 0.23 s, sparse
     2000 × 5000 (2 %) 8.3 / 0.05 s."""
     dim = X.shape[1] + fit_intercept
-    semismooth = _gram_seconds(X) + SEMISMOOTH_STEPS * DENSE_SECONDS * dim ** 3 / 3
+    semismooth = gram_seconds(X) + SEMISMOOTH_STEPS * factor_seconds(dim)
     return semismooth <= DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
 
 
@@ -977,17 +978,8 @@ def _span_pays_off(X, fit_intercept, dropped):
     on_X = _newton_cg_seconds(X, dropped)
     if d + fit_intercept <= NEWTON_MAX_DIM:
         on_X = min(on_X, _centres_advantage(n, d + fit_intercept)
-                   * _centres_seconds(_gram_seconds(X), d + fit_intercept, dropped))
+                   * _centres_seconds(gram_seconds(X), d + fit_intercept, dropped))
     return span <= on_X
-
-
-def _gram_seconds(X):
-    """A weighted Gram matrix X̃ᵀDX̃ (:func:`glru.newton_centres.weighted_gram`)."""
-    n, d = X.shape
-    if sp.issparse(X):
-        row_counts = np.diff(X.indptr).astype(float)
-        return SPARSE_GRAM_SECONDS * float(row_counts @ row_counts)
-    return DENSE_SECONDS * n * d * d / 2
 
 
 def _centres_seconds(gram, dim, dropped):
@@ -995,29 +987,20 @@ def _centres_seconds(gram, dim, dropped):
     full Hessian (its Gram matrix, ``gram`` seconds, and a d̃³/3 factorization, twice: at the rough
     and at the final full fit) and each fold's solver (Woodbury, 2|V|d̃² + |V|³, or a
     factorization of its own)."""
-    seconds = 2 * (gram + DENSE_SECONDS * dim ** 3 / 3)
+    seconds = 2 * (gram + factor_seconds(dim))
     for rows in dropped:
         m = rows.size
-        seconds += DENSE_SECONDS * (dim ** 3 / 3 if 4 * m >= dim else 2 * m * dim * dim + m ** 3)
+        seconds += factor_seconds(dim) if 4 * m >= dim else DENSE_SECONDS * (2 * m * dim * dim + m ** 3)
     return seconds
 
 
 def _newton_cg_seconds(X, dropped):
     """Iterating every fold by Newton–CG steps: ``NEWTON_CG_PASSES`` pairs of products with X."""
-    n, d = X.shape
-    product = SPARSE_PRODUCT_SECONDS * X.nnz if sp.issparse(X) else DENSE_SECONDS * n * d
-    return len(dropped) * NEWTON_CG_PASSES * 2 * product
+    return len(dropped) * NEWTON_CG_PASSES * 2 * product_seconds(X)
 
 
-# constants of the cost estimates above, measured on the 2-core machine: a multiply-add of BLAS on one
-# thread, an n × n eigendecomposition per n³ (1.7e-10 at n = 2000 on two threads, more below),
-# a term nnz_i² of a sparse Gram matrix (:func:`glru.newton_centres.weighted_gram`), a stored
-# value in a product of CSR X with a block of vectors; and the products with X a fold's Newton–CG
-# steps take (madelon: ~100)
-DENSE_SECONDS = 1.3e-10
-EIGH_SECONDS = 2.5e-10
-SPARSE_GRAM_SECONDS = 5e-9
-SPARSE_PRODUCT_SECONDS = 5e-10
+# the products with X a fold's Newton–CG steps take (madelon: ~100), for the cost estimates above
+# (their other constants: :mod:`glru.costs`)
 NEWTON_CG_PASSES = 100
 # a fold's semismooth Newton steps (LinearSVC: 27–35 on dense 2000 × 500, 14–18 on madelon.t) and its
 # dual coordinate descent to the fold solves' gap, per stored value of X (dense 2000 × 500: 0.65 s a

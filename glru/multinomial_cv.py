@@ -62,7 +62,8 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from .blas import single_threaded_blas
 from .bounds import ZERO_BAND_CAP, dual_radius
-from .cross_validation import DENSE_SECONDS, NEWTON_CG_PASSES, SPARSE_PRODUCT_SECONDS, _Clock
+from .costs import DENSE_SECONDS, product_seconds
+from .cross_validation import NEWTON_CG_PASSES, _Clock
 from .duality import EPS, gap_allowance, sound_gap
 from .held_out import MulticlassOutcome
 from .multinomial import (
@@ -180,8 +181,7 @@ def _dense_pays_off(X, K, p, n_folds):
         return False
     n = X.shape[0]
     dense = DENSE_HESSIANS * DENSE_SECONDS * (n * p * p + p ** 3 / 3)
-    product = SPARSE_PRODUCT_SECONDS * X.nnz if sp.issparse(X) else DENSE_SECONDS * X.size
-    return dense <= DENSE_ADVANTAGE * n_folds * NEWTON_CG_PASSES * 2 * K * product
+    return dense <= DENSE_ADVANTAGE * n_folds * NEWTON_CG_PASSES * 2 * K * product_seconds(X)
 
 
 def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=True):

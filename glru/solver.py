@@ -31,7 +31,10 @@ question is already answered (the paper's Remark 3).
 ``method="auto"`` picks the elastic-net path when kappa > 0, semismooth Newton for a piecewise
 quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`), and
 trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py`` (numbers in
-``docs/benchmarks.md``). A Newton solve whose trust region collapses (it happens on piecewise
+``docs/benchmarks.md``) — with a budget of Hessian-vector products, past which damped Newton
+steps with the Hessian formed and factored take over (``"formed-newton"``, the steps of
+``"semismooth"`` on a smooth loss; :func:`_products_budget`): on ill-conditioned data
+(standardized sparse columns) Newton–CG takes thousands of products. A Newton solve whose trust region collapses (it happens on piecewise
 quadratic losses at small lam) is finished by semismooth Newton where that is cheap, else by
 LIBLINEAR where it applies, else by SciPy's line-search Newton-CG.
 """
@@ -46,6 +49,7 @@ from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
 from .anderson import ANDERSON_DEPTH, Anderson
+from .costs import factor_seconds, gram_seconds, product_seconds
 from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
 from .newton_centres import NewtonCentres, weighted_gram
@@ -85,7 +89,8 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     if not tol > 0:
         raise ValueError(f"tol must be > 0, got {tol!r}.")
-    if method == "auto":
+    auto = method == "auto"
+    if auto:
         method = _auto_method(problem)
     coef = np.zeros(problem.d) if coef_init is None else np.array(coef_init, dtype=float)
     intercept = float(intercept_init) if problem.fit_intercept else 0.0
@@ -109,7 +114,8 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
         return _solve_elastic_net(problem, coef, intercept, tol, max_iter, stop_when)
     if method == "l-bfgs-b":
         raise ValueError("method='l-bfgs-b' is the elastic-net path; it needs kappa > 0.")
-    return _solve_newton(problem, coef, intercept, tol, max_iter, stop_when)
+    return _solve_newton(problem, coef, intercept, tol, max_iter, stop_when,
+                         max_products=_products_budget(problem) if auto else None)
 
 
 def _auto_method(problem):
@@ -184,19 +190,22 @@ class _GapMonitor:
         return SolverResult(coef, intercept, ev, n_iter, converged, self.stopped_early and not converged, method)
 
 
-def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, semismooth_finish=True):
-    """Trust-region Newton-CG; if it stalls, finish with semismooth Newton (a piecewise quadratic
-    loss where it is cheap, unless ``semismooth_finish`` is False: semismooth Newton's own
-    fallback), LIBLINEAR (where it applies and no early exit is asked for) or SciPy's
-    line-search Newton-CG, each from the best point so far."""
+def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, formed_finish=True, max_products=None):
+    """Trust-region Newton-CG, for at most ``max_products`` Hessian-vector products if given
+    (:func:`_products_budget`); where it stalls or spends them, finish with Newton steps with
+    the Hessian formed (:func:`glru.semismooth.semismooth_newton`: semismooth Newton for a
+    piecewise quadratic loss where cheap; damped Newton for a smooth one whose products were
+    spent) unless ``formed_finish`` is False (their own fallback), else with LIBLINEAR (where it
+    applies and no early exit is asked for) or SciPy's line-search Newton-CG, each from the best
+    point so far."""
     monitor = _GapMonitor(problem, tol, stop_when)
     if monitor.check(coef, intercept):
         return monitor.result("newton", 0)
-    n_iter = _run_scipy(problem, monitor, "trust-ncg", min(max_iter, _TRUST_NCG_BUDGET))
+    n_iter = _run_scipy(problem, monitor, "trust-ncg", min(max_iter, _TRUST_NCG_BUDGET), max_products)
     if monitor.done(tol) or n_iter >= max_iter:
         return monitor.result("newton", n_iter)
     best_coef, best_intercept, _ = monitor.best
-    if semismooth_finish and _semismooth_by_default(problem):
+    if formed_finish and (max_products is not None or _semismooth_by_default(problem)):
         finish = _solve_semismooth(problem, best_coef, best_intercept, tol, max_iter - n_iter, stop_when)
         finish.n_iter += n_iter
         finish.method = "newton+" + finish.method
@@ -208,6 +217,32 @@ def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, semismooth
         return finish
     n_iter += _run_scipy(problem, monitor, "newton-cg", max_iter - n_iter)
     return monitor.result("newton", n_iter)
+
+
+def _products_budget(problem):
+    """Hessian-vector products ``method="auto"``'s trust-region Newton–CG may take before damped
+    Newton steps with the Hessian formed and factored take over (None: no limit): the estimated
+    cost (:mod:`glru.costs`) of ``FORMED_STEPS`` such steps, a Gram matrix and a d̃ × d̃
+    factorization each, for a smooth loss with an L2 penalty and d̃ ≤ ``FORMED_MAX_DIM``.
+    Newton–CG needs few products where the Hessian is well conditioned and thousands where it is
+    not: a fold of w8a standardized (10-fold, logistic) took 1475 products (2.3 s) from the full
+    fit, where the formed steps take 7 (0.03 s each). Measured 10-fold with a StandardScaler
+    (:mod:`glru.fold_refit`'s solves), no budget / ``FORMED_STEPS`` = 4, 2, 1, 0: w8a 18.5 / 13.1,
+    11.1, 9.3, 10.5 s; a9a.t 2.45 / 2.04, 1.59, 1.44, 1.35 s; mushrooms and madelon.t
+    (well conditioned) unchanged down to 1, madelon.t 0.24 → 1.3 s at 0 (Gram matrices of
+    600 × 500 dense at every step)."""
+    dim = problem.d + problem.fit_intercept
+    if not (problem.penalty.kappa == 0 and problem.penalty.lam > 0 and dim <= FORMED_MAX_DIM
+            and np.isfinite(problem.loss.self_concordance)):
+        return None
+    step, product = gram_seconds(problem.X) + factor_seconds(dim), 2 * product_seconds(problem.X)
+    return max(int(FORMED_STEPS * step / product), FORMED_MIN_PRODUCTS) if product > 0 else FORMED_MIN_PRODUCTS
+
+
+FORMED_STEPS = 1  # (the estimates put a Gram matrix at twice, a product at half, their measured cost)
+# on small data a step's Python overhead outweighs its arithmetic: the products Newton–CG may always take
+FORMED_MIN_PRODUCTS = 50
+FORMED_MAX_DIM = 2048  # the formed Hessian is a d̃ × d̃ array (32 MiB at this size)
 
 
 def _semismooth_applies(problem):
@@ -222,13 +257,13 @@ def _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when):
     gap (rounding level of the objective, or a Hessian it cannot factor)."""
     monitor = _GapMonitor(problem, tol, stop_when)
     steps = semismooth_newton(problem, problem.join(coef, intercept), monitor.check, max_iter)
+    label = "semismooth" if _piecewise_quadratic(problem.loss) else "formed-newton"
     if monitor.done(tol) or steps >= max_iter:
-        return monitor.result("semismooth", steps)
+        return monitor.result(label, steps)
     best_coef, best_intercept, _ = monitor.best
-    finish = _solve_newton(problem, best_coef, best_intercept, tol, max_iter - steps, stop_when,
-                           semismooth_finish=False)
+    finish = _solve_newton(problem, best_coef, best_intercept, tol, max_iter - steps, stop_when, formed_finish=False)
     finish.n_iter += steps
-    finish.method = "semismooth+" + finish.method
+    finish.method = label + "+" + finish.method
     return finish
 
 
@@ -238,12 +273,20 @@ def _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when):
 _TRUST_NCG_BUDGET = 200
 
 
-def _run_scipy(problem, monitor, method, max_iter):
+def _run_scipy(problem, monitor, method, max_iter, max_products=None):
     """Run a SciPy Hessian-free Newton method from the monitor's best point until the monitor
-    says stop; returns the number of iterations. trust-ncg is restarted if its trust region
-    collapses near the optimum."""
-    n_iter = 0
+    says stop or, given ``max_products``, after that many Hessian-vector products; returns the
+    number of iterations. trust-ncg is restarted if its trust region collapses near the optimum."""
+    n_iter, products = 0, 0
     options = dict(gtol=0.0) if method == "trust-ncg" else dict(xtol=1e-300)
+
+    def hessp(z, v):
+        nonlocal products
+        products += 1
+        if max_products is not None and products > max_products:
+            raise _ProductsSpent
+        return problem.hessp(z, v)
+
     for _ in range(3):
         coef, intercept, _ = monitor.best
         z = problem.join(coef, intercept)
@@ -254,12 +297,19 @@ def _run_scipy(problem, monitor, method, max_iter):
             if monitor.check(*problem.split(intermediate_result.x)):
                 raise StopIteration
 
-        res = minimize(problem.fun, z, jac=problem.grad, hessp=problem.hessp, method=method,
-                       callback=callback, options=dict(options, maxiter=max(max_iter - n_iter, 1)))
+        try:
+            res = minimize(problem.fun, z, jac=problem.grad, hessp=hessp, method=method,
+                           callback=callback, options=dict(options, maxiter=max(max_iter - n_iter, 1)))
+        except _ProductsSpent:  # the monitor holds the best iterate so far
+            return n_iter + len(iterations)
         n_iter += len(iterations)
         if res.status == 99 or n_iter >= max_iter or monitor.check(*problem.split(res.x)):
             break
     return n_iter
+
+
+class _ProductsSpent(Exception):
+    """Raised out of SciPy's solver when its Hessian-vector products pass their budget."""
 
 
 # ---------------------------------------------------------------- LIBLINEAR
@@ -728,4 +778,7 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     if result.stopped_early or (stop_when is not None and stop_when(
             certificate_at(problem, result.coef, result.intercept, result.evaluation), always=True)):
         return result.coef, result.intercept
-    return polish(problem, result.coef, result.intercept)  # a sign no certificate decides, or values
+    # a sign no certificate decides, or values: polished, with the Hessian formed where the solve found
+    # its products dear (it ended on those steps)
+    formed = result.method.endswith("formed-newton")
+    return polish(problem, result.coef, result.intercept, newton_solve=dense_newton_solve(problem) if formed else None)

@@ -11,7 +11,7 @@ from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 
 import glru
-from glru.solver import SEMISMOOTH_CHEAP_DIM, curvature_sample
+from glru.solver import FORMED_MAX_DIM, FORMED_MIN_PRODUCTS, SEMISMOOTH_CHEAP_DIM, _products_budget, curvature_sample
 
 from ._problems import random_problem
 
@@ -232,6 +232,37 @@ def test_squared_hinge_on_badly_scaled_columns_converges(seed, method):
     X, y = scaled_problem(seed, 24, 155, seed % 2 == 0)
     fit = glru.fit(X, y, loss="squared_hinge", lam=1 / (24 * 5.0), tol=1e-12, solver=method)
     assert fit.converged_ and fit.relative_gap() <= 1e-12 and "semismooth" in fit.solver_
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lam", [1e-2, 1e-4])
+def test_logistic_on_badly_scaled_columns_finishes_with_the_hessian_formed(seed, lam):
+    """Trust-region Newton–CG's products pass their budget on these columns; damped Newton with
+    the Hessian formed takes over and reaches the gap, at the optimum trust-region Newton alone
+    reaches with many more products."""
+    X, y = scaled_problem(seed, 400, 30, seed % 2 == 0)
+    fit = glru.fit(X, y, lam=lam, tol=1e-12)
+    assert fit.converged_ and fit.relative_gap() <= 1e-12 and "formed-newton" in fit.solver_
+    alone = glru.fit(X, y, lam=lam, tol=1e-12, solver="newton", max_iter=5000)
+    assert alone.solver_ == "newton"
+    # two points at relative gap 1e-12: their margins agree to the ball's width, not to rounding
+    np.testing.assert_allclose(fit.decision_function(X), alone.decision_function(X), rtol=1e-5, atol=1e-5)
+
+
+def test_products_budget_only_where_the_hessian_can_be_formed():
+    """A smooth loss, an L2 penalty and d̃ ≤ FORMED_MAX_DIM; at least FORMED_MIN_PRODUCTS."""
+    from glru.losses import Logistic, SquaredHinge
+    from glru.penalties import L2, ElasticNet
+    from glru.problem import Problem
+
+    X, y = random_problem(14, 50, 6, "logistic", sparse=True)
+    assert _products_budget(Problem(X, y, Logistic(), L2(0.1), True)) >= FORMED_MIN_PRODUCTS
+    assert _products_budget(Problem(X, y, SquaredHinge(), L2(0.1), True)) is None
+    assert _products_budget(Problem(X, y, Logistic(), ElasticNet(0.1, 0.1), True)) is None
+    wide, y = random_problem(14, 20, FORMED_MAX_DIM, "logistic", sparse=True, density=0.01)
+    assert _products_budget(Problem(wide, y, Logistic(), L2(0.1), True)) is None
+    empty = sp.csr_matrix((20, 3))
+    assert _products_budget(Problem(empty, y, Logistic(), L2(0.1), False)) == FORMED_MIN_PRODUCTS
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])

@@ -1,0 +1,33 @@
+"""Estimated seconds of the linear algebra the solvers and engines choose between.
+
+Measured on the 2-core machine CI runs on (one BLAS thread): a multiply-add of BLAS, an n × n
+eigendecomposition per n³ (1.7e-10 at n = 2000 on two threads, more below), a term nnz_i² of a
+sparse Gram matrix (:func:`glru.newton_centres.weighted_gram`), a stored value in a product of
+CSR X with a block of vectors. Only choices of speed depend on them, never a result.
+"""
+
+import scipy.sparse as sp
+
+DENSE_SECONDS = 1.3e-10
+EIGH_SECONDS = 2.5e-10
+SPARSE_GRAM_SECONDS = 5e-9
+SPARSE_PRODUCT_SECONDS = 5e-10
+
+
+def gram_seconds(X):
+    """A weighted Gram matrix X̃ᵀDX̃ (:func:`glru.newton_centres.weighted_gram`)."""
+    n, d = X.shape
+    if sp.issparse(X):
+        row_counts = X.getnnz(axis=1).astype(float)
+        return SPARSE_GRAM_SECONDS * float(row_counts @ row_counts)
+    return DENSE_SECONDS * n * d * d / 2
+
+
+def product_seconds(X):
+    """A product of X (or Xᵀ) with one vector."""
+    return SPARSE_PRODUCT_SECONDS * X.nnz if sp.issparse(X) else DENSE_SECONDS * X.size
+
+
+def factor_seconds(dim):
+    """A Cholesky factorization of a dense dim × dim matrix."""
+    return DENSE_SECONDS * dim ** 3 / 3
