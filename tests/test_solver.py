@@ -240,7 +240,7 @@ def test_logistic_on_badly_scaled_columns_finishes_with_the_hessian_formed(seed,
     """Trust-region Newton–CG's products pass their budget on these columns; damped Newton with
     the Hessian formed takes over and reaches the gap, at the optimum trust-region Newton alone
     reaches with many more products."""
-    X, y = scaled_problem(seed, 400, 30, seed % 2 == 0)
+    X, y = scaled_problem(seed, 600, 60, seed % 2 == 0)
     fit = glru.fit(X, y, lam=lam, tol=1e-12)
     assert fit.converged_ and fit.relative_gap() <= 1e-12 and "formed-newton" in fit.solver_
     alone = glru.fit(X, y, lam=lam, tol=1e-12, solver="newton", max_iter=5000)
