@@ -34,9 +34,10 @@ trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py``
 ``docs/benchmarks.md``) — with a budget of Hessian-vector products, past which damped Newton
 steps with the Hessian formed and factored take over (``"formed-newton"``, the steps of
 ``"semismooth"`` on a smooth loss; :func:`_products_budget`): on ill-conditioned data
-(standardized sparse columns) Newton–CG takes thousands of products. A Newton solve whose trust region collapses (it happens on piecewise
-quadratic losses at small lam) is finished by semismooth Newton where that is cheap, else by
-LIBLINEAR where it applies, else by SciPy's line-search Newton-CG.
+(standardized sparse columns) Newton–CG takes thousands of products. A Newton solve whose
+trust region collapses (it happens on piecewise quadratic losses at small lam) is finished by
+semismooth Newton where that is cheap, else by LIBLINEAR where it applies, else by SciPy's
+line-search Newton-CG.
 """
 
 import ctypes
@@ -227,10 +228,11 @@ def _products_budget(problem):
     Newton–CG needs few products where the Hessian is well conditioned and thousands where it is
     not: a fold of w8a standardized (10-fold, logistic) took 1475 products (2.3 s) from the full
     fit, where the formed steps take 7 (0.03 s each). Measured 10-fold with a StandardScaler
-    (:mod:`glru.fold_refit`'s solves), no budget / ``FORMED_STEPS`` = 4, 2, 1, 0: w8a 18.5 / 13.1,
-    11.1, 9.3, 10.5 s; a9a.t 2.45 / 2.04, 1.59, 1.44, 1.35 s; mushrooms and madelon.t
-    (well conditioned) unchanged down to 1, madelon.t 0.24 → 1.3 s at 0 (Gram matrices of
-    600 × 500 dense at every step)."""
+    (:mod:`glru.fold_refit`'s solves) and the switch at any rate (before
+    ``ILL_CONDITIONED_PRODUCTS``), no budget / ``FORMED_STEPS`` = 4, 2, 1, 0: w8a 18.5 / 13.1,
+    11.1, 9.3, 10.5 s; a9a.t 2.45 / 2.04, 1.59, 1.44, 1.35 s; mushrooms and madelon.t (well
+    conditioned) unchanged down to 1, madelon.t 0.24 → 1.3 s at 0 (Gram matrices of 600 × 500
+    dense at every step)."""
     dim = problem.d + problem.fit_intercept
     if not (problem.penalty.kappa == 0 and problem.penalty.lam > 0 and dim <= FORMED_MAX_DIM
             and np.isfinite(problem.loss.self_concordance)):
