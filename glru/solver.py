@@ -712,13 +712,20 @@ def _limited_memory_bfgs(problem, z, max_steps, rtol):
     return result.x if np.all(np.isfinite(result.x)) and result.fun <= problem.fun(z) else z
 
 
-def dense_newton_solve(problem):
+def dense_newton_solve(problem, frozen=False):
     """``newton_solve`` for :func:`polish` with the exact Hessian at each point, formed densely
-    (O(nnz·d + d³) a step: for a few hundred features at most)."""
+    (O(nnz·d + d³) a step: for a few hundred features at most); with ``frozen``, the Hessian at
+    the first point, kept: chord steps, which contract at the rate the Hessian moves, tiny from
+    a solved point (a fold of w8a standardized: 5 Gram matrices of 60 ms, now one)."""
+    hessian = None
+
     def newton_solve(g, z):
-        coef, intercept = problem.split(z)
-        strength = problem.n * problem.penalty.lam  # sum form: H_sum = n·H_mean
-        hessian = NewtonCentres(problem.X, problem.y, problem.loss, problem.fit_intercept, coef, intercept, strength)
+        nonlocal hessian
+        if hessian is None or not frozen:
+            coef, intercept = problem.split(z)
+            strength = problem.n * problem.penalty.lam  # sum form: H_sum = n·H_mean
+            hessian = NewtonCentres(problem.X, problem.y, problem.loss, problem.fit_intercept, coef, intercept,
+                                    strength)
         return problem.n * hessian.full_solver(g)
     return newton_solve
 
@@ -790,4 +797,5 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     # a sign no certificate decides, or values: polished, with the Hessian formed where the solve found
     # its products dear (it ended on those steps)
     formed = result.method.endswith("formed-newton")
-    return polish(problem, result.coef, result.intercept, newton_solve=dense_newton_solve(problem) if formed else None)
+    return polish(problem, result.coef, result.intercept,
+                  newton_solve=dense_newton_solve(problem, frozen=True) if formed else None)
