@@ -120,13 +120,15 @@ class GLRUCrossValidator(BaseEstimator):
         """Compute the cross-validation scores of ``estimator`` on (X, y)."""
         return self._fit(X, y, groups)
 
-    def _fit(self, X, y, groups=None, result=None, refit=True, previous=None):
+    def _fit(self, X, y, groups=None, result=None, refit=True, previous=None, train_scores=False):
         """:meth:`fit`; ``result`` is the binary engine's result when already computed (by
         :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model). Without ``refit``
         (:func:`cross_val_score`, which returns the scores only) a fallback does not fit
         ``estimator_``. ``previous``: for steps that learn from the training rows, each
         trainable fold's solution at a neighbouring grid point (``_fold_solutions`` of the
-        validator that computed it; a start, see :func:`_refit_learned_fold`)."""
+        validator that computed it; a start, see :func:`_refit_learned_fold`). ``train_scores``
+        (steps that learn from the training rows only): also ``_train_scores``, each fold's exact
+        model scored on its training rows, as GridSearchCV's ``return_train_score``."""
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         try:  # the estimator first: one glru cannot compute gets scikit-learn the data as given
@@ -138,15 +140,15 @@ class GLRUCrossValidator(BaseEstimator):
             model = None if is_ridge(final) else linear_model(final)
         except Unsupported as reason:
             X, y, groups = indexable(X, y, groups)
-            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit)
+            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit, train_scores)
         if learned:  # the steps see X as given (a DataFrame, missing values for an imputer, ...)
-            return self._fit_learned(X, y, groups, cv, scorer, preprocessing, model, refit, previous)
+            return self._fit_learned(X, y, groups, cv, scorer, preprocessing, model, refit, previous, train_scores)
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
                          y_numeric=is_ridge(final))
         try:
             splits = split_folds(cv, X, y, groups)
         except Unsupported as reason:
-            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit)
+            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit, train_scores)
         if is_ridge(final):
             return self._fit_ridge(X, y, splits, scorer, preprocessing, alpha, final.fit_intercept)
         try:
@@ -155,7 +157,7 @@ class GLRUCrossValidator(BaseEstimator):
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
         except Unsupported as reason:
-            return self._fall_back(X, y, splits, str(reason), refit)
+            return self._fall_back(X, y, splits, str(reason), refit, train_scores)
         self.fallback_reason_ = None
         return self._fit_exact(X, y, splits, scorer, preprocessing, model, trainable, result)
 
@@ -191,13 +193,14 @@ class GLRUCrossValidator(BaseEstimator):
         self.timings_ = result.timings
         return self
 
-    def _fit_learned(self, X, y, groups, cv, scorer, preprocessing, model, refit, previous=None):
+    def _fit_learned(self, X, y, groups, cv, scorer, preprocessing, model, refit, previous=None, train_scores=False):
         """A Pipeline whose steps learn from the training rows (a ``StandardScaler``): each fold's
         steps are fitted on its training rows, as scikit-learn fits them, and its model solved
         exactly on what they output (:mod:`glru.fold_refit`), from the full fit, in parallel
         through joblib. No fold is skipped: the certificates from one full fit need one X for
         all folds. A step that fails (on any rows) hands the whole computation to scikit-learn,
-        whose error handling (``error_score``) then applies."""
+        whose error handling (``error_score``) then applies. With ``train_scores`` every fold
+        is solved to rounding level, and its model also scored on its training rows."""
         X, y, groups = indexable(X, y, groups)
         y = column_or_1d(y, warn=True)
         splits = list(cv.split(X, y, groups))
@@ -208,32 +211,39 @@ class GLRUCrossValidator(BaseEstimator):
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
         except Unsupported as reason:
-            return self._fall_back(X, y, splits, str(reason), refit)
+            return self._fall_back(X, y, splits, str(reason), refit, train_scores)
         started = time.perf_counter()
         full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
         if isinstance(full, _StepFailed):
-            return self._fall_back(X, y, splits, str(full), refit)
+            return self._fall_back(X, y, splits, str(full), refit, train_scores)
         need = _response_needed(scorer)
         codes = np.searchsorted(classes, y)
         full_pre, X_full = full
         start = _exact_fit(model, X_full, codes, classes.size)
         fitted = time.perf_counter()
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
-            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, need,
-                                         None if previous is None else previous[j])
+            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start,
+                                         "values" if train_scores else need, None if previous is None else previous[j])
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
         if failed is not None:
-            return self._fall_back(X, y, splits, str(failed), refit)
+            return self._fall_back(X, y, splits, str(failed), refit, train_scores)
         self.fallback_reason_ = None
         n_features = X_full.shape[1] - (model.intercept_scaling is not None)
         self.estimator_ = self._assemble(full_pre, model.fitted(*start, classes, n_features))
+        fold_models = [self._assemble(steps, model.fitted(outcome.coef, outcome.intercept, classes if classes.size == 2
+                                                          else classes[outcome.classes], n_features))
+                       if need == "values" or train_scores else None for steps, outcome in results]
         self._set_scores(X, y, splits, scorer, trainable, [
-            HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(
-                steps, model.fitted(outcome.coef, outcome.intercept,
-                                    classes if classes.size == 2 else classes[outcome.classes], n_features))
-            for steps, outcome in results])
+            HeldOutPredictions(classes, outcome.labels) if need == "labels" else fold_model
+            for (_, outcome), fold_model in zip(results, fold_models)])
+        if train_scores:  # a fold with one class: its fit fails (as GridSearchCV reports it)
+            self._train_scores = np.full(len(splits), self.error_score)
+            for k, fold_model in zip(trainable, fold_models):
+                train = splits[k][0]
+                self._train_scores[k] = _score(scorer, fold_model, _safe_indexing(X, train), y[train],
+                                               self.error_score)
         self.n_certified_, self.n_retrained_ = 0, len(trainable)
         tests = [splits[k][1] for k in trainable]
         outcomes = [outcome for _, outcome in results]
@@ -309,13 +319,17 @@ class GLRUCrossValidator(BaseEstimator):
             return final
         return Pipeline(list(preprocessing.steps) + [(self.estimator.steps[-1][0], final)])
 
-    def _fall_back(self, X, y, splits, reason, refit=True):
+    def _fall_back(self, X, y, splits, reason, refit=True, train_scores=False):
         warnings.warn(f"glru cannot compute this cross-validation exactly ({reason}); running scikit-learn's "
                       "cross_val_score instead.", FallbackWarning, stacklevel=3)
         self.fallback_reason_ = reason
-        self.scores_ = model_selection.cross_val_score(
+        # cross_validate: what cross_val_score computes (it is a wrapper of it), training scores if asked
+        computed = model_selection.cross_validate(
             self.estimator, X, y, scoring=self.scoring, cv=splits, n_jobs=self.n_jobs, verbose=self.verbose,
-            pre_dispatch=self.pre_dispatch, error_score=self.error_score)
+            pre_dispatch=self.pre_dispatch, error_score=self.error_score, return_train_score=train_scores)
+        self.scores_ = computed["test_score"]
+        if train_scores:
+            self._train_scores = computed["train_score"]
         self.n_certified_, self.n_retrained_ = 0, len(splits)
         self.decision_bounds_ = self.held_out_indices_ = None
         self.estimator_ = clone(self.estimator).fit(X, y) if refit and np.unique(y).size > 1 else None

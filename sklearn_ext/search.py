@@ -64,8 +64,9 @@ class GLRUSearchCV(GridSearchCV):
         :class:`~sklearn_ext.GLRUCrossValidator`; multiclass: one-vs-rest, or multinomial
         ``LogisticRegression`` with L2). Steps that learn from the training rows (a
         ``StandardScaler``, an imputer; not before ``Ridge``) are fitted on each fold's rows and
-        every fold is solved exactly on their output: no fold is certified without training,
-        ``prune`` has no effect and ``return_train_score=True`` falls back. Anything else,
+        every fold is solved exactly on their output: no fold is certified without training and
+        ``prune`` has no effect (``return_train_score=True`` solves every fold to rounding level
+        and scores its model on its training rows). Anything else,
         multinomial multiclass with an L1 term, multi-metric scoring and fit parameters run
         scikit-learn's GridSearchCV with a :class:`~sklearn_ext.FallbackWarning` that says why.
     param_grid : dict or list of dicts
@@ -173,9 +174,7 @@ class GLRUSearchCV(GridSearchCV):
                 X_valid, y_valid = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=ridge,
                                              y_numeric=ridge)
             target = type_of_target(y_valid)
-            if learned and self.return_train_score:
-                reason = "training scores are not computed where Pipeline steps learn from the training rows"
-            elif ridge:
+            if ridge:
                 if self.return_train_score:
                     reason = "training scores of Ridge folds are not computed in closed form"
             elif target not in ("binary", "multiclass"):
@@ -449,6 +448,7 @@ class _Grid:
         """Exact scores of grid point i: :class:`GLRUCrossValidator` on the search's splits
         (unless its ``test`` scores are known already)."""
         fitting = total = 0.0
+        train = None
         if test is None:
             started = time.perf_counter()
             certified = self.certified.pop(id(estimator), None)
@@ -462,15 +462,15 @@ class _Grid:
             validator = GLRUCrossValidator(
                 estimator, cv=self.splits, scoring=self.scoring, n_jobs=self.search.n_jobs,
                 verbose=self.engine["verbose"], pre_dispatch=self.search.pre_dispatch,
-                error_score=self.search.error_score)._fit(self.X, self.y, result=result, previous=self.previous)
+                error_score=self.search.error_score)._fit(self.X, self.y, result=result, previous=self.previous,
+                                                          train_scores=self.learned and table.train is not None)
             self.previous = getattr(validator, "_fold_solutions", None)
             total = time.perf_counter() - started
             fitting = min(sum(getattr(validator, "timings_", {}).values()), total)
-            test = validator.scores_
+            test, train = validator.scores_, getattr(validator, "_train_scores", None)
             if validator.fallback_reason_ is not None:
                 self.fallbacks[i] = validator.fallback_reason_
-        train = None
-        if table.train is not None:
+        if table.train is not None and train is None:
             started = time.perf_counter()
             train, solving = self._train_scores(estimator, model)
             fitting, total = fitting + solving, total + time.perf_counter() - started

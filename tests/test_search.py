@@ -175,7 +175,7 @@ def test_pipeline_learning_from_the_training_rows_takes_x_as_given():
     assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv), 4)
 
 
-def test_pipeline_learning_from_the_training_rows_no_pruning_no_training_scores():
+def test_pipeline_learning_from_the_training_rows_no_pruning():
     X, y = scaled_problem(10, 30, 4, False)
     pipe = make_pipeline(StandardScaler(), LogisticRegression())
     grid = {"logisticregression__C": CS}
@@ -183,24 +183,47 @@ def test_pipeline_learning_from_the_training_rows_no_pruning_no_training_scores(
         got = only_glru(GLRUSearchCV(pipe, grid, cv=3, prune=True), X, y)
     assert got.n_pruned_ == 0 and not got.cv_results_["pruned"].any()
     assert_same_results(got, exact_search(pipe, grid, X, y, cv=3), 3)
-    with pytest.warns(FallbackWarning, match="training scores are not computed where Pipeline steps learn"):
-        got = GLRUSearchCV(pipe, grid, cv=3, return_train_score=True).fit(X, y)
-    assert_equals_grid_search(got, GridSearchCV(pipe, grid, cv=3, return_train_score=True).fit(X, y))
 
 
-def test_pipeline_step_failing_on_a_fold_hands_the_grid_points_to_scikit_learn():
+@pytest.mark.parametrize("final", [LogisticRegression(), LinearSVC()], ids=repr)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("scoring", [None, "roc_auc"])
+def test_pipeline_learning_from_the_training_rows_training_scores(final, sparse, scoring):
+    """Each fold's exact model, its steps fitted on the fold's rows, scored on those rows."""
+    X, y = scaled_problem(13, 36, 5, sparse)
+    pipe = make_pipeline(StandardScaler(with_mean=not sparse), final)
+    grid = {f"{pipe.steps[-1][0]}__C": CS}
+    cv = KFold(4, shuffle=True, random_state=9)
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv, scoring=scoring, return_train_score=True), X, y)
+    expected = exact_search(pipe, grid, X, y, cv=cv, scoring=scoring, return_train_score=True)
+    assert_same_results(got, expected, 4, train=True)
+
+
+def test_pipeline_learning_from_the_training_rows_training_scores_multiclass():
+    X, _ = scaled_problem(14, 45, 4, False)
+    y = np.arange(45) % 3
+    pipe = make_pipeline(StandardScaler(), LogisticRegression())
+    grid = {"logisticregression__C": CS}
+    cv = StratifiedKFold(3, shuffle=True, random_state=10)
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv, return_train_score=True), X, y)
+    assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv, return_train_score=True), 3, train=True)
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["test", "train"])
+def test_pipeline_step_failing_on_a_fold_hands_the_grid_points_to_scikit_learn(train):
     X, y = scaled_problem(11, 40, 3, False)
     pipe = make_pipeline(RefusingStep(largest=X[:, 0].max()), StandardScaler(), LogisticRegression())
     grid = {"logisticregression__C": [0.1, 1.0]}
     with pytest.warns(FallbackWarning, match="the largest row is missing"), warnings.catch_warnings():
         warnings.simplefilter("ignore", FitFailedWarning)  # scikit-learn's, of the failing fold
-        got = GLRUSearchCV(pipe, grid, cv=4).fit(X, y)
+        got = GLRUSearchCV(pipe, grid, cv=4, return_train_score=train).fit(X, y)
     assert "the largest row is missing" in got.fallback_reason_ and "(grid points 0, 1)" in got.fallback_reason_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitFailedWarning)
-        expected = GridSearchCV(pipe, grid, cv=4).fit(X, y)
-    for key in ("mean_test_score", "split0_test_score", "split1_test_score"):
-        np.testing.assert_array_equal(got.cv_results_[key], expected.cv_results_[key])
+        expected = GridSearchCV(pipe, grid, cv=4, return_train_score=train).fit(X, y)
+    keys = ["mean_test_score", "split0_test_score", "split1_test_score"]
+    for key in keys + ([k.replace("test", "train") for k in keys] if train else []):
+        np.testing.assert_array_equal(got.cv_results_[key], expected.cv_results_[key], err_msg=key)
 
 
 def test_train_scores():
