@@ -104,6 +104,27 @@ def test_linear_svc_ten_fold_scores_equal_exact_refits(shared_data, name):
     np.testing.assert_array_equal(GLRUCrossValidator(est, cv=cv).fit(X, y).scores_, exact_scores(est, X, y, cv))
 
 
+@pytest.mark.parametrize("C", [1.0, 10.0])
+@pytest.mark.parametrize("scoring", [None, "roc_auc"])
+def test_standardized_w8a_folds_equal_exact_refits(shared_data, C, scoring):
+    """A StandardScaler before LogisticRegression on w8a's rare binary features: the folds'
+    Hessians are ill-conditioned, and their solves finish with the Hessian formed
+    (glru.solver._products_budget); their scores are the exact refits'."""
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ext import GLRUCrossValidator
+
+    from .test_cross_validation import exact_scores
+
+    X, y = load_libsvm(shared_data, "w8a.gz", rows=6000, seed=6000)
+    est = make_pipeline(StandardScaler(with_mean=False), LogisticRegression(C=C))
+    cv = StratifiedKFold(5, shuffle=True, random_state=3)
+    got = GLRUCrossValidator(est, cv=cv, scoring=scoring).fit(X, y).scores_
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, cv, scoring=scoring))
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_arcene_leave_one_out_labels_and_intervals(shared_data, fit_intercept):
     """The paper's setting at λ = 2^-10: every certified interval checked on a sample of exact refits."""
