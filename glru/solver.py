@@ -287,7 +287,7 @@ def _run_scipy(problem, monitor, method, max_iter, max_products=None):
     ill-conditioned Hessian, which factoring it cures; few a step is a long way to go, where it
     does not); returns the number of iterations. trust-ncg is restarted if its trust region
     collapses near the optimum."""
-    n_iter, products, iterations = 0, 0, 0
+    products, iterations = 0, 0
     options = dict(gtol=0.0) if method == "trust-ncg" else dict(xtol=1e-300)
 
     def hessp(z, v):
@@ -308,13 +308,12 @@ def _run_scipy(problem, monitor, method, max_iter, max_products=None):
         z = problem.join(coef, intercept)
         try:
             res = minimize(problem.fun, z, jac=problem.grad, hessp=hessp, method=method,
-                           callback=callback, options=dict(options, maxiter=max(max_iter - n_iter, 1)))
+                           callback=callback, options=dict(options, maxiter=max(max_iter - iterations, 1)))
         except _ProductsSpent:  # the monitor holds the best iterate so far
-            return iterations
-        n_iter = iterations
-        if res.status == 99 or n_iter >= max_iter or monitor.check(*problem.split(res.x)):
             break
-    return n_iter
+        if res.status == 99 or iterations >= max_iter or monitor.check(*problem.split(res.x)):
+            break
+    return iterations
 
 
 class _ProductsSpent(Exception):

@@ -154,14 +154,16 @@ def test_pipeline_learning_from_the_training_rows_starts_from_the_previous_grid_
     assert_same_results(got, exact_search(pipe, grid, X, y, cv=4), 4)
 
 
-def test_pipeline_learning_from_the_training_rows_multiclass_and_values():
+@pytest.mark.parametrize("scoring,train", [("neg_log_loss", False), (None, True)], ids=["values", "train"])
+def test_pipeline_learning_from_the_training_rows_multiclass(scoring, train):
     X, _ = scaled_problem(8, 45, 4, False)
     y = np.arange(45) % 3
     pipe = make_pipeline(StandardScaler(), LogisticRegression())
     grid = {"logisticregression__C": CS}
     cv = StratifiedKFold(3, shuffle=True, random_state=7)
-    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv, scoring="neg_log_loss"), X, y)
-    assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv, scoring="neg_log_loss"), 3, rtol=1e-6)
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv, scoring=scoring, return_train_score=train), X, y)
+    expected = exact_search(pipe, grid, X, y, cv=cv, scoring=scoring, return_train_score=train)
+    assert_same_results(got, expected, 3, rtol=1e-6 if scoring else 0.0, train=train)
 
 
 def test_pipeline_learning_from_the_training_rows_takes_x_as_given():
@@ -197,16 +199,6 @@ def test_pipeline_learning_from_the_training_rows_training_scores(final, sparse,
     got = only_glru(GLRUSearchCV(pipe, grid, cv=cv, scoring=scoring, return_train_score=True), X, y)
     expected = exact_search(pipe, grid, X, y, cv=cv, scoring=scoring, return_train_score=True)
     assert_same_results(got, expected, 4, train=True)
-
-
-def test_pipeline_learning_from_the_training_rows_training_scores_multiclass():
-    X, _ = scaled_problem(14, 45, 4, False)
-    y = np.arange(45) % 3
-    pipe = make_pipeline(StandardScaler(), LogisticRegression())
-    grid = {"logisticregression__C": CS}
-    cv = StratifiedKFold(3, shuffle=True, random_state=10)
-    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv, return_train_score=True), X, y)
-    assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv, return_train_score=True), 3, train=True)
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["test", "train"])
