@@ -27,7 +27,13 @@ def main(argv=None):
     select.add_argument("--cv", default="5", help="a number of folds (stratified), or 'split:K' for one "
                                                    "split with the first K rows as training rows")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except (OSError, ValueError) as error:  # a file, its data or an option: a message, not a traceback
+        parser.error(f"{args.command}: {error}")
 
+
+def _run(args):
     if args.command == "demo":
         from .demo import run
 
@@ -35,9 +41,7 @@ def main(argv=None):
         return 0 if result["folds"] else 1
     if args.command == "cv":
         return _cross_validate(args)
-    if args.command == "select":
-        return _select(args)
-    return 2
+    return _select(args)
 
 
 def _add_model_options(command):
@@ -55,9 +59,12 @@ def _estimator_and_data(args):
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
 
+    from sklearn.utils.validation import check_X_y
+
     from .datasets import load
 
-    X, y = load(args.data)
+    # what every fit would reject (NaN, infinity), before any is computed
+    X, y = check_X_y(*load(args.data), accept_sparse="csr")
     if args.loss == "logistic":
         return LogisticRegression(C=args.C, fit_intercept=not args.no_intercept), X, y
     return LinearSVC(C=args.C, fit_intercept=not args.no_intercept), X, y
@@ -70,10 +77,10 @@ def _select(args):
 
     estimator, X, y = _estimator_and_data(args)
     if args.cv.startswith("split:"):
-        k = int(args.cv.split(":", 1)[1])
+        k = _count(args.cv.split(":", 1)[1], "--cv split:K")
         cv = [(np.arange(k), np.arange(k, X.shape[0]))]
     else:
-        cv = int(args.cv)
+        cv = _count(args.cv, "--cv")
     n_features = args.n_features
     if n_features != "auto":
         n_features = float(n_features) if "." in n_features else int(n_features)
@@ -98,7 +105,7 @@ def _cross_validate(args):
     from sklearn_ext import GLRUCrossValidator
 
     estimator, X, y = _estimator_and_data(args)
-    splitter = LeaveOneOut() if args.cv.lower() == "loo" else int(args.cv)
+    splitter = LeaveOneOut() if args.cv.lower() == "loo" else _count(args.cv, "--cv")
     print(f"{args.data}: {X.shape[0]} rows × {X.shape[1]} features; {estimator!r}; cv={args.cv}", flush=True)
     start = time.perf_counter()
     validator = GLRUCrossValidator(estimator, cv=splitter, scoring=args.scoring, n_jobs=args.n_jobs,
@@ -109,6 +116,13 @@ def _cross_validate(args):
     print(f"held-out predictions certified without training: {validator.n_certified_}; "
           f"folds retrained: {validator.n_retrained_}; time {elapsed:.2f} s")
     return 0
+
+
+def _count(text, option):
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{option} takes a whole number, got {text!r}") from None
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import Binarizer, Normalizer, PolynomialFeatures
 from sklearn.svm import LinearSVC
 
+from glru._validation import check_X
 from glru.losses import get_loss
 from glru.penalties import get_penalty
 
@@ -137,6 +138,19 @@ def split_pipeline(estimator):
                 "would transform the data differently; only row-wise stateless steps "
                 f"({', '.join(t.__name__ for t in ROW_WISE)}) are supported")
     return preprocessing, final
+
+
+def model_input(preprocessing, X, y):
+    """(the row-wise ``preprocessing`` fitted on (X, y), or None; the model's input: its output,
+    float64, dense or CSR, finite). Data that every fit which sees it rejects (NaN or infinity,
+    or a step that raises) is Unsupported: scikit-learn's own computation then reports it its
+    way, a score of ``error_score`` for each fold whose fit or scoring fails and a
+    ``FitFailedWarning``, or the error itself with ``error_score="raise"``."""
+    try:
+        fitted = None if preprocessing is None else clone(preprocessing).fit(X, y)
+        return fitted, check_X(X if fitted is None else fitted.transform(X))
+    except Exception as error:  # (a step's, or check_X's on NaN or infinity)
+        raise Unsupported(f"the model cannot be fitted on this data: {error}") from error
 
 
 def _check_C(C):

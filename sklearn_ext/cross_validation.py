@@ -33,8 +33,8 @@ from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
 from glru.solver import solve_held_out
 
-from ._adapters import (Unsupported, is_ridge, learns_from_rows, linear_model, pipeline_steps, ridge_alpha,
-                        split_pipeline)
+from ._adapters import (Unsupported, is_ridge, learns_from_rows, linear_model, model_input, pipeline_steps,
+                        ridge_alpha, split_pipeline)
 
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
@@ -131,6 +131,7 @@ class GLRUCrossValidator(BaseEstimator):
         model scored on its training rows, as GridSearchCV's ``return_train_score``."""
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
+        reason = None
         try:  # the estimator first: one glru cannot compute gets scikit-learn the data as given
             preprocessing, final = pipeline_steps(self.estimator)
             learned = learns_from_rows(self.estimator)
@@ -138,35 +139,42 @@ class GLRUCrossValidator(BaseEstimator):
                 split_pipeline(self.estimator)  # (raises, naming the step)
             alpha = ridge_alpha(final) if is_ridge(final) else None
             model = None if is_ridge(final) else linear_model(final)
-        except Unsupported as reason:
+        except Unsupported as error:
+            reason = str(error)
+        # each fallback runs outside the handler, so that the errors of the fits scikit-learn reports
+        # (in its FitFailedWarning) do not chain glru's Unsupported
+        if reason is not None:
             X, y, groups = indexable(X, y, groups)
-            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit, train_scores)
+            return self._fall_back(X, y, list(cv.split(X, y, groups)), reason, refit, train_scores)
         if learned:  # the steps see X as given (a DataFrame, missing values for an imputer, ...)
             return self._fit_learned(X, y, groups, cv, scorer, preprocessing, model, refit, previous, train_scores)
-        X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=is_ridge(final),
-                         y_numeric=is_ridge(final))
+        # (NaN or infinity: model_input below hands the data to scikit-learn, which reports it per fold)
+        X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False,
+                         multi_output=is_ridge(final), y_numeric=is_ridge(final))
         try:
             splits = split_folds(cv, X, y, groups)
-        except Unsupported as reason:
-            return self._fall_back(X, y, list(cv.split(X, y, groups)), str(reason), refit, train_scores)
+            preprocessing, X_model = model_input(preprocessing, X, y)
+        except Unsupported as error:
+            reason = str(error)
+        if reason is not None:
+            return self._fall_back(X, y, list(cv.split(X, y, groups)), reason, refit, train_scores)
         if is_ridge(final):
-            return self._fit_ridge(X, y, splits, scorer, preprocessing, alpha, final.fit_intercept)
+            return self._fit_ridge(X, y, splits, scorer, X_model, alpha, final.fit_intercept)
         try:
             check_target(y, model)
             trainable = trainable_folds(y, splits)
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
-        except Unsupported as reason:
-            return self._fall_back(X, y, splits, str(reason), refit, train_scores)
+        except Unsupported as error:
+            reason = str(error)
+        if reason is not None:
+            return self._fall_back(X, y, splits, reason, refit, train_scores)
         self.fallback_reason_ = None
-        return self._fit_exact(X, y, splits, scorer, preprocessing, model, trainable, result)
+        return self._fit_exact(X, y, splits, scorer, preprocessing, X_model, model, trainable, result)
 
-    def _fit_exact(self, X, y, splits, scorer, preprocessing, model, trainable, result=None):
-        if preprocessing is not None:
-            preprocessing = clone(preprocessing).fit(X, y)
-            X_model = check_X(preprocessing.transform(X))
-        else:
-            X_model = X
+    def _fit_exact(self, X, y, splits, scorer, preprocessing, X_model, model, trainable, result=None):
+        """The engine's computation; ``preprocessing`` (fitted row-wise steps, or None) turned X
+        into ``X_model``."""
         classes = np.unique(y)
         need = _response_needed(scorer)
         folds = [splits[k] for k in trainable]
@@ -205,13 +213,16 @@ class GLRUCrossValidator(BaseEstimator):
         y = column_or_1d(y, warn=True)
         splits = list(cv.split(X, y, groups))
         classes = np.unique(y)
+        reason = None
         try:
             check_target(y, model)
             trainable = [k for k, (train, _) in enumerate(splits) if np.unique(y[train]).size >= 2]
             if not trainable:
                 raise Unsupported("no training fold holds two classes")
-        except Unsupported as reason:
-            return self._fall_back(X, y, splits, str(reason), refit, train_scores)
+        except Unsupported as error:
+            reason = str(error)
+        if reason is not None:  # (outside the handler, see _fit)
+            return self._fall_back(X, y, splits, reason, refit, train_scores)
         started = time.perf_counter()
         full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
         if isinstance(full, _StepFailed):
@@ -255,10 +266,10 @@ class GLRUCrossValidator(BaseEstimator):
         self.timings_ = {"full fit": fitted - started, "solves": solved - fitted}
         return self
 
-    def _fit_ridge(self, X, y, splits, scorer, preprocessing, alpha, fit_intercept):
-        """Ridge: every fold's held-out predictions in closed form (:mod:`glru.ridge`), exact."""
+    def _fit_ridge(self, X, y, splits, scorer, X_model, alpha, fit_intercept):
+        """Ridge: every fold's held-out predictions in closed form (:mod:`glru.ridge`), exact, from
+        the model's input ``X_model`` (X through the fitted row-wise steps)."""
         self.fallback_reason_ = None
-        X_model = X if preprocessing is None else check_X(clone(preprocessing).fit(X, y).transform(X))
         predictions = held_out_predictions(X_model, y, splits, [alpha], fit_intercept)
         self._set_scores(X, y, splits, scorer, range(len(splits)),
                          [HeldOutPredictions(None, p[0], regression=True) for p in predictions])

@@ -32,12 +32,11 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_consistent_length, check_X_y, column_or_1d, indexable
 
-from glru._validation import check_X
 from glru.cross_validation import cross_validate
 from glru.ridge import held_out_predictions
 
-from ._adapters import (Unsupported, is_ridge, learns_from_rows, linear_model, pipeline_steps, ridge_alpha,
-                        split_pipeline)
+from ._adapters import (Unsupported, is_ridge, learns_from_rows, linear_model, model_input, pipeline_steps,
+                        ridge_alpha, split_pipeline)
 from .cross_validation import (FallbackWarning, GLRUCrossValidator, HeldOutPredictions, _is_accuracy,
                                _response_needed, _score, check_multiclass, cross_validate_multiclass, split_folds,
                                trainable_folds)
@@ -170,32 +169,28 @@ class GLRUSearchCV(GridSearchCV):
             if learned:  # the steps see X as given (a DataFrame, missing values for an imputer, ...)
                 check_consistent_length(X, y)
                 X_valid, y_valid = X, column_or_1d(y, warn=True)
-            else:  # what every fit of the supported estimators would reject (GridSearchCV: "all fits failed")
-                X_valid, y_valid = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, multi_output=ridge,
-                                             y_numeric=ridge)
-            target = type_of_target(y_valid)
-            if ridge:
-                if self.return_train_score:
-                    reason = "training scores of Ridge folds are not computed in closed form"
-            elif target not in ("binary", "multiclass"):
-                reason = f"the target is {target} (binary and multiclass targets are)"
-            elif target == "multiclass":
+                steps, X_model = None, X
+            else:  # (NaN or infinity: GridSearchCV reports it, per fit, then raises in its refit)
+                X_valid, y_valid = check_X_y(X, y, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False,
+                                             multi_output=ridge, y_numeric=ridge)
                 try:
-                    for _, model in exact.values():
-                        check_multiclass(model)
+                    steps, X_model = model_input(pipeline_steps(self.estimator)[0], X_valid, y_valid)
                 except Unsupported as why:
                     reason = str(why)
+            reason = reason or self._unsupported_target(type_of_target(y_valid), ridge, exact)
         if reason is not None:
             return self._search_with_scikit_learn(X, y, groups, params, reason)
 
         if ridge:
-            return self._search_ridge(X, y, X_valid, y_valid, groups, candidates, exact, reasons)
+            return self._search_ridge(X, y, X_valid, y_valid, X_model, groups, candidates, exact, reasons)
         cv = check_cv(self.cv, y_valid, classifier=is_classifier(self.estimator))
         self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
         try:
             splits = split_folds(cv, X_valid, y_valid, groups)
         except Unsupported as why:
-            return self._search_with_scikit_learn(X, y, groups, params, str(why))
+            reason = str(why)
+        if reason is not None:  # outside the handler: the errors GridSearchCV reports do not chain it
+            return self._search_with_scikit_learn(X, y, groups, params, reason)
         if len(splits) != self.n_splits_:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
@@ -209,7 +204,7 @@ class GLRUSearchCV(GridSearchCV):
         table = _Table(len(candidates), len(splits), self.return_train_score)
         if reasons and not self._fill_with_scikit_learn(table, candidates, reasons, X, y, splits):
             return self._search_with_scikit_learn(X, y, groups, params, "the scorer returns several metrics")
-        grid = _Grid(self, X_valid, y_valid, splits, trainable, scoring)
+        grid = _Grid(self, X_valid, y_valid, steps, X_model, splits, trainable, scoring)
         order = sorted(exact, key=lambda i: (exact[i][1].C, i))  # strong to weak regularization
         if self.prune:
             bounds = self._prunable(scorer, splits, trainable, len(exact), np.unique(y_valid).size > 2, learned)
@@ -242,21 +237,36 @@ class GLRUSearchCV(GridSearchCV):
         self.cv_results_ = table.results(candidates, self.prune)
         return self._choose_and_refit(X, y)
 
-    def _search_ridge(self, X, y, X_valid, y_valid, groups, candidates, exact, reasons):
+    def _unsupported_target(self, target, ridge, exact):
+        """Why GridSearchCV computes this search for ``target`` (type_of_target), or None."""
+        if ridge:
+            return "training scores of Ridge folds are not computed in closed form" if self.return_train_score \
+                else None
+        if target not in ("binary", "multiclass"):
+            return f"the target is {target} (binary and multiclass targets are)"
+        try:
+            for _, model in exact.values() if target == "multiclass" else ():
+                check_multiclass(model)
+        except Unsupported as why:
+            return str(why)
+        return None
+
+    def _search_ridge(self, X, y, X_valid, y_valid, X_model, groups, candidates, exact, reasons):
         """Ridge over ``alpha``: every grid point's held-out predictions on every split from one
         eigendecomposition (:func:`glru.ridge.held_out_predictions`), exact."""
         cv = check_cv(self.cv, y_valid, classifier=False)
         self.n_splits_ = cv.get_n_splits(X_valid, y_valid, groups)
+        reason = None
         try:
             splits = split_folds(cv, X_valid, y_valid, groups)
         except Unsupported as why:
-            return self._search_with_scikit_learn(X, y, groups, {}, str(why))
+            reason = str(why)
+        if reason is not None:  # (outside the handler, see fit)
+            return self._search_with_scikit_learn(X, y, groups, {}, reason)
         scorer = self.scoring if callable(self.scoring) else check_scoring(self.estimator, self.scoring)
         table = _Table(len(candidates), len(splits), False)
         if reasons and not self._fill_with_scikit_learn(table, candidates, reasons, X, y, splits):
             return self._search_with_scikit_learn(X, y, groups, {}, "the scorer returns several metrics")
-        preprocessing = split_pipeline(self.estimator)[0]
-        X_model = X_valid if preprocessing is None else check_X(clone(preprocessing).fit(X_valid).transform(X_valid))
         points = sorted(exact)
         fit_intercept = exact[points[0]][1].fit_intercept
         started = time.perf_counter()
@@ -396,9 +406,13 @@ def _cross_validation_problem(model, X_model, y, classes, splits, trainable):
 class _Grid:
     """The data of one search, and the computations on one grid point."""
 
-    def __init__(self, search, X, y, splits, trainable, scoring):
+    def __init__(self, search, X, y, preprocessing, X_model, splits, trainable, scoring):
+        """``preprocessing``: the fitted row-wise steps or None, which turned X into ``X_model``
+        (:func:`~sklearn_ext._adapters.model_input`); None and X with steps that learn from the
+        rows."""
         self.search, self.X, self.y, self.splits, self.trainable = search, X, y, splits, trainable
         self.scoring = scoring
+        self.preprocessing, self.X_model = preprocessing, X_model
         self.classes = np.unique(y)
         # the grid varies the last step only: row-wise steps transform once; steps that learn from
         # the rows are fitted on each fold's (GLRUCrossValidator), and the engine is not run here
@@ -408,11 +422,6 @@ class _Grid:
         # next point's fold starts where their gaps are smaller (a9a.t + StandardScaler, 5 C: 1.9 →
         # 1.2 s for two folds' solves)
         self.previous = None
-        self.preprocessing, self.X_model = None, X
-        preprocessing = pipeline_steps(search.estimator)[0]
-        if preprocessing is not None and not self.learned:
-            self.preprocessing = clone(preprocessing).fit(X, y)
-            self.X_model = check_X(self.preprocessing.transform(X))
         self.engine = dict(n_jobs=search.n_jobs, verbose=max(search.verbose - 1, 0), pre_dispatch=search.pre_dispatch)
         self.certified = {}  # estimator id -> its certificates-only result (prune), to resume
         # the last binary full-data optimum computed: where the next full fit starts (grid points

@@ -131,11 +131,14 @@ class GLRUStepwiseSelector(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             raise ValueError("tol must be strictly positive when doing forward selection")
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         scorer = check_scoring(self.estimator, scoring=self.scoring)
+        reason = None
         try:
             splits = split_folds(cv, X, y)
             model = self._model(y, splits)
-        except Unsupported as reason:
-            return self._fall_back(X, y, str(reason))
+        except Unsupported as error:
+            reason = str(error)
+        if reason is not None:  # outside the handler: the errors scikit-learn reports do not chain it
+            return self._fall_back(X, y, reason)
         self.fallback_reason_ = None
         if np.unique(y).size > 2:
             return self._select_multiclass(X, y, splits)

@@ -356,12 +356,27 @@ def test_default_cv_and_scoring_match_scikit_learn():
 
 
 # ---- bad input, as scikit-learn handles it
+@pytest.mark.parametrize("estimator", [LogisticRegression(), make_pipeline(Normalizer(), LinearSVC())])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_input_raises_value_error(bad):
+def test_non_finite_input_is_reported_as_scikit_learn_reports_it(estimator, bad):
+    """Every fold's fit or scoring fails: scikit-learn's scores (error_score) and its
+    FitFailedWarning, its ValueError with error_score="raise"; GLRUCrossValidator.fit also fits
+    ``estimator_`` on all rows, which raises."""
     X, y = random_problem(0, 20, 3, "logistic")
     X[3, 1] = bad
-    with pytest.raises(ValueError, match="NaN|infinity"):
-        cross_val_score(LogisticRegression(), X, y)
+    with pytest.warns(FallbackWarning, match="NaN|infinity"), pytest.warns(FitFailedWarning, match="NaN|infinity"):
+        got = cross_val_score(estimator, X, y, error_score=-1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = model_selection.cross_val_score(estimator, X, y, error_score=-1.0)
+    np.testing.assert_array_equal(got, expected)
+    assert np.all(got == -1.0)
+    with pytest.raises(ValueError, match="NaN|infinity"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        cross_val_score(estimator, X, y, error_score="raise")
+    with pytest.raises(ValueError, match="NaN|infinity"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        GLRUCrossValidator(estimator).fit(X, y)
 
 
 def test_inconsistent_lengths_raise_value_error():
@@ -634,3 +649,34 @@ def test_training_rows_repeated_fall_back():
         GLRUSearchCV(est, {"C": [0.1, 1.0]}, cv=split).fit(X, y)
     with pytest.warns(FallbackWarning, match="repeat rows"):
         GLRUStepwiseSelector(est, n_features_to_select=3, cv=split).fit(X, y)
+
+
+# ---- the command line
+def test_command_line_cv_prints_the_exact_scores(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    from glru.cli import main
+
+    X, y = random_problem(12, 40, 4, "logistic")
+    path = tmp_path / "data.svm"
+    dump_svmlight_file(X, y, str(path))
+    assert main(["cv", str(path), "--cv", "loo", "--C", "0.5", "-v", "0"]) == 0
+    scores = exact_scores(LogisticRegression(C=0.5), X, y, LeaveOneOut())
+    assert f"score: {scores.mean():.6f} ± {scores.std():.6f} over 40 folds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("problem, message", [("nan", "NaN"), ("folds", "whole number"), ("missing", "No such file")])
+def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, problem, message):
+    from glru.cli import main
+
+    X, y = random_problem(13, 20, 3, "logistic")
+    if problem == "nan":
+        X[4, 2] = np.nan
+    path = tmp_path / "data.csv"
+    if problem != "missing":
+        np.savetxt(path, np.column_stack([labels01(y), X]), delimiter=",")
+    with pytest.raises(SystemExit) as raised:
+        main(["cv", str(path), "--cv", "five" if problem == "folds" else "5", "-v", "0"])
+    assert raised.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error

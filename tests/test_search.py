@@ -505,19 +505,30 @@ def test_groups_reach_the_splitter():
 def test_scikit_learn_estimator_checks():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)  # the checks' multiclass data
+        # (a RuntimeWarning, an error in this suite) GridSearchCV's, on the checks' data with NaN
+        warnings.simplefilter("ignore", FitFailedWarning)
         # cv=2, as scikit-learn checks GridSearchCV
         check_estimator(GLRUSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=2))
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_input_raises_like_grid_search(bad):
+def test_non_finite_input_is_reported_like_grid_search(bad):
+    """GridSearchCV's folds fail (their scores are error_score) and its refit raises."""
     X, y = labelled(16, 30, 4)
     X[3, 1] = bad
-    with pytest.raises(ValueError), warnings.catch_warnings():
+    with pytest.raises(ValueError, match="NaN|infinity"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its folds' failures
         GridSearchCV(LogisticRegression(), {"C": CS}, cv=3).fit(X, y)
-    with pytest.raises(ValueError, match="NaN|infinity"):
+    with pytest.raises(ValueError, match="NaN|infinity"), pytest.warns(FallbackWarning, match="NaN|infinity"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)
         GLRUSearchCV(LogisticRegression(), {"C": CS}, cv=3).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = GLRUSearchCV(LogisticRegression(), {"C": CS}, cv=3, refit=False).fit(X, y)
+        theirs = GridSearchCV(LogisticRegression(), {"C": CS}, cv=3, refit=False).fit(X, y)
+    np.testing.assert_array_equal(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"])
+    assert np.all(np.isnan(ours.cv_results_["mean_test_score"]))
 
 
 @pytest.mark.parametrize("params", [dict(prune="yes"), dict(cv="five"), dict(param_grid={"C": []})])
