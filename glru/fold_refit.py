@@ -6,12 +6,14 @@ X: a fold's problem is the full problem with rows removed. A preprocessing step 
 fold's training rows (a ``StandardScaler`` in a Pipeline) gives every fold data of its own, and
 that relation is gone. Each fold is then solved on its own, from a start (the full fit, whose
 transformed data are close to a fold's), and, when only the held-out labels are needed, stopped
-as soon as the certificate at its iterate decides their signs (Remark 3); otherwise solved to
-rounding level. A sign no certificate decides is read at a point polished to rounding level,
-with the zero band of :func:`glru.bounds.zero_band` (:func:`glru.held_out.held_out_bounds`, as
-stepwise selection reads its solved candidates). Multiclass folds
-(one-vs-rest, multinomial) are solved to rounding level and certified as the multiclass engines
-certify their solved folds.
+as soon as the certificate at its iterate decides their signs (Remark 3), at the start itself
+where its bounds decide them all (Theorem 1 holds at any centre: nothing is solved then);
+otherwise solved to rounding level. A sign no certificate decides is read at a point polished
+to rounding level, with the zero band of :func:`glru.bounds.zero_band`
+(:func:`glru.held_out.held_out_bounds`, as stepwise selection reads its solved candidates).
+Multiclass folds (one-vs-rest, multinomial) whose held-out arg-max the start's bounds leave open
+are solved to rounding level and certified as the multiclass engines certify their solved
+folds.
 """
 
 import warnings
@@ -20,7 +22,7 @@ import numpy as np
 
 from .cross_validation import TOL_ROUNDING, dual_pays_off
 from .held_out import HeldOutOutcome, held_out_bounds
-from .multinomial_cv import solve_fold, solved_fold_outcome
+from .multinomial_cv import centre_fold_outcome, solve_fold, solved_fold_outcome
 from .one_vs_rest import outcome_from_classes
 from .penalties import L2
 from .problem import Problem
@@ -40,17 +42,24 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         Candidate starts (e.g. the full fit, and the fold's solution at a neighbouring C): the
         solve starts from the one with the smallest duality gap (zeros if there is none).
     need : {"labels", "values"}
-        "labels" stops as soon as every held-out sign is certified.
+        "labels" stops as soon as every held-out sign is certified, at the start if its bounds
+        decide them all (then nothing is solved).
 
     Returns
     -------
-    HeldOutOutcome (``solved`` is True; ``coef``/``intercept`` are the fold's final point).
+    HeldOutOutcome (``solved`` is False where the start decided every sign; ``coef``/``intercept``
+    are the fold's final point).
     """
     if need not in ("labels", "values"):
         raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
     starts = list(starts) or [(np.zeros(X_train.shape[1]), 0.0)]
     coef, intercept = starts[0] if len(starts) == 1 else min(starts, key=lambda s: problem.duality_gap(*s).gap)
+    intercept = intercept if fit_intercept else 0.0
+    if need == "labels":  # the start may decide them all (leave-one-out: a start that fits the fold well)
+        outcome = outcome_at(problem, coef, intercept, X_test)
+        if np.all(outcome.decided):
+            return outcome
     # the engine's choice for folds without a Newton centre: the start is no closer than 0 for
     # dual coordinate descent (madelon.t with a StandardScaler, LinearSVC, C = 10: 0.29 s for two
     # folds instead of 0.91 s by semismooth Newton from the full fit)
@@ -61,10 +70,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
                                      X_test if need == "labels" else None, TOL_ROUNDING, method,
                                      (problem.col_norms_sq, problem.dual_domain))
     intercept = intercept if fit_intercept else 0.0
-    lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test)
-    outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
-    outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
-    outcome.zero_band = band
+    outcome = outcome_at(problem, coef, intercept, X_test, solved=True)
     if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):
         from sklearn.exceptions import ConvergenceWarning  # (as the engine's _warn_unsettled)
 
@@ -73,22 +79,49 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     return outcome
 
 
-def refit_one_vs_rest_fold(X_train, codes_train, X_test, loss, penalty, fit_intercept, coef, intercept):
+def outcome_at(problem, coef, intercept, X_test, solved=False):
+    """The :class:`~glru.held_out.HeldOutOutcome` of ``problem``'s held-out rows ``X_test`` at
+    (coef, intercept): the bounds certified there; with ``solved`` (the point is where a solve
+    ended), also whether it is at rounding level, where the undecided signs are read."""
+    lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test)
+    outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=solved)
+    if solved:
+        outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
+        outcome.zero_band = band
+    return outcome
+
+
+def refit_one_vs_rest_fold(X_train, codes_train, X_test, loss, penalty, fit_intercept, coef, intercept,
+                           need="values"):
     """The exact :class:`~glru.held_out.MulticlassOutcome` of a one-vs-rest fold on data of its
     own: each class its training rows hold solved against the rest to rounding level
     (:func:`refit_fold`, ``need="values"``: an arg-max needs every class's value) from the full
-    fit's row of ``coef`` (n_classes, d) and ``intercept``."""
+    fit's row of ``coef`` (n_classes, d) and ``intercept``. With ``need="labels"`` none is
+    solved where the bounds at those rows already decide every held-out arg-max."""
     present = np.unique(codes_train)
+    if need == "labels":
+        outcome = outcome_from_classes(present, {c: outcome_at(
+            Problem(X_train, np.where(codes_train == c, 1.0, -1.0), loss, penalty, fit_intercept), coef[c],
+            intercept[c] if fit_intercept else 0.0, X_test) for c in present}, solved=False)
+        if np.all(outcome.decided):
+            return outcome
     per_class = {c: refit_fold(X_train, np.where(codes_train == c, 1.0, -1.0), X_test, loss, penalty, fit_intercept,
                                [(coef[c], intercept[c])], need="values") for c in present}
     return outcome_from_classes(present, per_class, solved=True)
 
 
-def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coef, intercept):
+def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coef, intercept, need="values"):
     """The exact :class:`~glru.held_out.MulticlassOutcome` of a multinomial fold on data of its
     own, on the classes its training rows hold (λ of its rows), from the full fit's ``coef``
-    (n_classes, d) and ``intercept``: solved and polished to rounding level, then certified."""
+    (n_classes, d) and ``intercept``: solved and polished to rounding level, then certified.
+    With ``need="labels"`` it is not solved where the bounds at that start already decide every
+    held-out arg-max."""
     present = np.unique(codes_train)
     local = np.searchsorted(present, codes_train)
+    if need == "labels":
+        outcome = centre_fold_outcome(X_train, local, present, lam, fit_intercept, coef[present], intercept[present],
+                                      X_test)
+        if np.all(outcome.decided):
+            return outcome
     W, b = solve_fold(X_train, local, present.size, lam, fit_intercept, coef[present], intercept[present])
     return solved_fold_outcome(X_train, local, present, lam, fit_intercept, W, b, X_test)

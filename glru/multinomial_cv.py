@@ -858,6 +858,25 @@ def solve_fold(X, codes, n_classes, lam, fit_intercept, coef=None, intercept=Non
     return _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, _dense_pays_off(X, n_classes, p, 1))
 
 
+def centre_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test):
+    """The :class:`MulticlassOutcome` certified at any centre (coef, intercept) of the problem on
+    a fold's training rows (as :func:`solved_fold_outcome` takes it), not solved: the arg-max of
+    its rows that the bounds leave open is unknown."""
+    lower, upper = _fold_bounds(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test)[1:]
+    low, up = _per_class(lower, upper)
+    values = np.asarray(X_test @ coef.T) + intercept
+    return MulticlassOutcome(classes, low, up, values, False, None, None, winner=certified_argmax(lower, upper))
+
+
+def _fold_bounds(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test):
+    """(problem, lower, upper): the fold's :class:`MultinomialProblem` (λ doubled for two classes:
+    scikit-learn's binary model is the difference of the two rows) and the pairwise bounds
+    certified at (coef, intercept)."""
+    lam = lam * (2.0 if classes.size == 2 else 1.0)
+    problem = MultinomialProblem(X_train, codes, classes.size, lam, fit_intercept)
+    return (problem, *MultinomialCertificate(problem, coef, intercept).pairwise_bounds(X_test, candidates=CANDIDATES))
+
+
 def solved_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test, train_norms=None,
                         test_norms=None):
     """The :class:`MulticlassOutcome` of a problem solved by :func:`_solve_fold` on its training
@@ -870,13 +889,10 @@ def solved_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, inter
 
     train_norms = norms_up(X_train) if train_norms is None else train_norms
     test_norms = norms_up(X_test) if test_norms is None else test_norms
-    lam = lam * (2.0 if classes.size == 2 else 1.0)
-    problem = MultinomialProblem(X_train, codes, classes.size, lam, fit_intercept)
-    cert = MultinomialCertificate(problem, coef, intercept)
-    lower, upper = cert.pairwise_bounds(X_test, candidates=CANDIDATES)
+    problem, lower, upper = _fold_bounds(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test)
     values = np.asarray(X_test @ coef.T) + intercept
     R = _LOSS.probabilities(problem.scores(coef, intercept)) - problem.onehot
-    band = _tie_band(R, train_norms, test_norms, X_train.shape[0] * lam, problem.basis, fit_intercept,
+    band = _tie_band(R, train_norms, test_norms, X_train.shape[0] * problem.lam, problem.basis, fit_intercept,
                      X_train.shape[1], np.sqrt(np.sum(coef ** 2) + np.sum(intercept ** 2)))
     values = _snap_ties(values, band)
     winner = certified_argmax(lower, upper)

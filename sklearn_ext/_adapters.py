@@ -28,7 +28,8 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import Binarizer, Normalizer, PolynomialFeatures
+from sklearn.preprocessing import (Binarizer, MaxAbsScaler, MinMaxScaler, Normalizer, PolynomialFeatures,
+                                   RobustScaler, StandardScaler)
 from sklearn.svm import LinearSVC
 
 from glru._validation import check_X
@@ -64,6 +65,26 @@ class LinearModel:
             return X
         column = np.full((X.shape[0], 1), float(self.intercept_scaling))
         return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
+
+    def carried_over(self, coef, intercept, old, new):
+        """(coef, intercept) giving the same decision values on columns scaled by ``new`` as on
+        columns scaled by ``old`` ((a, c) of :func:`affine_scaling`, z = a∘x + c):
+        w' = w∘a/a', b' = b + w·c − w'·c', the shift carried by the penalized intercept column
+        where there is one; w' = 0 where a' is 0. ``coef`` (d̃,) or (K, d̃), unchanged if its
+        width is not the scaled columns' (plus that column)."""
+        (a, c), (a_new, c_new) = old, new
+        d = a.shape[0]
+        coef, intercept = np.array(coef, dtype=float), np.array(intercept, dtype=float)
+        if coef.shape[-1] != d + (self.intercept_scaling is not None):
+            return coef, intercept
+        w = coef[..., :d].copy()
+        coef[..., :d] = w * np.divide(a, a_new, out=np.zeros(d), where=a_new != 0)
+        shift = w @ c - coef[..., :d] @ c_new
+        if self.intercept_scaling is not None:
+            coef[..., d] += shift / self.intercept_scaling
+        elif self.fit_intercept:
+            intercept = intercept + shift
+        return coef, intercept
 
     def fitted(self, coef, intercept, classes, n_features):
         """A clone of the estimator with (coef, intercept) as its fitted solution: one row of
@@ -138,6 +159,24 @@ def split_pipeline(estimator):
                 "would transform the data differently; only row-wise stateless steps "
                 f"({', '.join(t.__name__ for t in ROW_WISE)}) are supported")
     return preprocessing, final
+
+
+def affine_scaling(step):
+    """(a, c) such that a fitted ``step`` transforms each row x into a∘x + c, for scikit-learn's
+    per-feature scalers (``MinMaxScaler`` without ``clip``); None for any other step."""
+    kind = type(step)
+    if kind is StandardScaler:
+        centre, scale = step.mean_ if step.with_mean else None, step.scale_ if step.with_std else None
+    elif kind is RobustScaler:
+        centre, scale = step.center_ if step.with_centering else None, step.scale_ if step.with_scaling else None
+    elif kind is MaxAbsScaler:
+        centre, scale = None, step.scale_
+    elif kind is MinMaxScaler and not step.clip:
+        return step.scale_, step.min_
+    else:
+        return None
+    a = 1.0 / scale if scale is not None else np.ones(step.n_features_in_)
+    return a, (-centre * a if centre is not None else np.zeros_like(a))
 
 
 def model_input(preprocessing, X, y):

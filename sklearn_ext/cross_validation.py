@@ -33,8 +33,8 @@ from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.ridge import held_out_predictions
 from glru.solver import solve_held_out
 
-from ._adapters import (Unsupported, is_ridge, learns_from_rows, linear_model, model_input, pipeline_steps,
-                        ridge_alpha, split_pipeline)
+from ._adapters import (Unsupported, affine_scaling, is_ridge, learns_from_rows, linear_model, model_input,
+                        pipeline_steps, ridge_alpha, split_pipeline)
 
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
@@ -204,8 +204,9 @@ class GLRUCrossValidator(BaseEstimator):
     def _fit_learned(self, X, y, groups, cv, scorer, preprocessing, model, refit, previous=None, train_scores=False):
         """A Pipeline whose steps learn from the training rows (a ``StandardScaler``): each fold's
         steps are fitted on its training rows, as scikit-learn fits them, and its model solved
-        exactly on what they output (:mod:`glru.fold_refit`), from the full fit, in parallel
-        through joblib. No fold is skipped: the certificates from one full fit need one X for
+        exactly on what they output (:mod:`glru.fold_refit`), from the full fit carried over to
+        the fold's scaling, in parallel through joblib. A fold is skipped only where the bounds at
+        that start decide every held-out label: the certificates of the engine need one X for
         all folds. A step that fails (on any rows) hands the whole computation to scikit-learn,
         whose error handling (``error_score``) then applies. With ``train_scores`` every fold
         is solved to rounding level, and its model also scored on its training rows."""
@@ -234,7 +235,8 @@ class GLRUCrossValidator(BaseEstimator):
         fitted = time.perf_counter()
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start,
-                                         "values" if train_scores else need, None if previous is None else previous[j])
+                                         "values" if train_scores else need, None if previous is None else previous[j],
+                                         full_pre)
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -255,9 +257,10 @@ class GLRUCrossValidator(BaseEstimator):
                 train = splits[k][0]
                 self._train_scores[k] = _score(scorer, fold_model, _safe_indexing(X, train), y[train],
                                                self.error_score)
-        self.n_certified_, self.n_retrained_ = 0, len(trainable)
         tests = [splits[k][1] for k in trainable]
         outcomes = [outcome for _, outcome in results]
+        self.n_certified_ = sum(test.size for test, outcome in zip(tests, outcomes) if not outcome.solved)
+        self.n_retrained_ = sum(outcome.solved for outcome in outcomes)
         self._fold_solutions = [(outcome.coef, outcome.intercept) for outcome in outcomes]
         self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in outcomes]),
                                                  np.concatenate([o.upper for o in outcomes])]) \
@@ -382,10 +385,14 @@ def _exact_fit(model, X, codes, n_classes):
     return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
 
 
-def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, need, previous=None):
+def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, need, previous=None,
+                        full_steps=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
-    the fold starts from the full fit where the dimensions agree, or (binary) from ``previous``,
-    its solution at a neighbouring grid point, if that has the smaller duality gap."""
+    the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
+    dimensions agree, or (binary) from ``previous``, its solution at a neighbouring grid point,
+    if that has the smaller duality gap. Where the last step is a per-feature scaler, the full
+    fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
+    same decision values): on leave-one-out its bounds then decide most held-out labels."""
     train, test = split
     fitted = _transformed(preprocessing, model, X, y, train)
     if isinstance(fitted, _StepFailed):
@@ -397,6 +404,9 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     except Exception as error:
         return _StepFailed(error)
     coef, intercept = start
+    scalings = (affine_scaling(full_steps[-1]), affine_scaling(steps[-1])) if full_steps is not None else (None,)
+    if None not in scalings:
+        coef, intercept = model.carried_over(coef, intercept, *scalings)
     if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
         coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
     penalty = model.penalty_for(train.size)
@@ -406,10 +416,10 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
                              model.fit_intercept, starts, need)
     elif model.multiclass == "multinomial":
         outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
-                                         intercept)
+                                         intercept, need)
     else:
         outcome = refit_one_vs_rest_fold(X_train, codes[train], X_test, model.loss, penalty, model.fit_intercept,
-                                         coef, intercept)
+                                         coef, intercept, need)
     if need == "values":  # (the fold's columns: those its steps output)
         outcome.coef = zero_unused_weights(outcome.coef, nonzero_counts(X_train))
     return steps, outcome

@@ -242,7 +242,12 @@ def test_pipeline_learning_from_the_training_rows_equals_exact_refits(estimator,
     validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
     assert validator.fallback_reason_ is None
     np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
-    assert validator.n_certified_ == 0 and validator.n_retrained_ == cv.get_n_splits(X)
+    # leave-one-out: the full fit carried over to a fold's scaling is close to its optimum, and its
+    # bounds decide some held-out labels without a solve
+    retrained = validator.n_retrained_
+    assert retrained <= cv.get_n_splits(X)
+    if isinstance(cv, LeaveOneOut):
+        assert validator.n_certified_ + retrained == X.shape[0] and validator.n_certified_ > 0
     values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
                              for train, test in cv.split(X, y)])
     lower, upper = validator.decision_bounds_.T
