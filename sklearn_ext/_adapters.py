@@ -70,8 +70,9 @@ class LinearModel:
         """(coef, intercept) giving the same decision values on columns scaled by ``new`` as on
         columns scaled by ``old`` ((a, c) of :func:`affine_scaling`, z = a∘x + c):
         w' = w∘a/a', b' = b + w·c − w'·c', the shift carried by the penalized intercept column
-        where there is one; w' = 0 where a' is 0. ``coef`` (d̃,) or (K, d̃), unchanged if its
-        width is not the scaled columns' (plus that column)."""
+        where there is one (without an intercept it is dropped); w' = 0 where a' is 0. ``coef``
+        (d̃,) or (K, d̃), unchanged if its width is not the scaled columns' (plus that column).
+        Only a start for a solve: nothing relies on it."""
         (a, c), (a_new, c_new) = old, new
         d = a.shape[0]
         coef, intercept = np.array(coef, dtype=float), np.array(intercept, dtype=float)

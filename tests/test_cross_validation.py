@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics import check_scoring, make_scorer, matthews_corrcoef
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import Normalizer, OneHotEncoder, StandardScaler
+from sklearn.preprocessing import MinMaxScaler, Normalizer, OneHotEncoder, StandardScaler
 from sklearn.svm import LinearSVC
 
 import glru.cross_validation as glru_cv
@@ -255,6 +255,22 @@ def test_pipeline_learning_from_the_training_rows_equals_exact_refits(estimator,
     exact = exact_fold_estimator(estimator, X, y, np.arange(X.shape[0]))
     np.testing.assert_allclose(validator.estimator_.decision_function(X), exact.decision_function(X), rtol=1e-6,
                                atol=1e-8)
+
+
+@pytest.mark.parametrize("scaler", [StandardScaler(), MinMaxScaler()], ids=repr)
+@pytest.mark.parametrize("model", [LogisticRegression(C=2.0), LinearSVC(C=0.05)], ids=repr)
+def test_multiclass_pipeline_leave_one_out_certifies_folds_at_the_carried_over_start(scaler, model):
+    """Three classes (multinomial, one-vs-rest): leave-one-out folds whose arg-max the bounds at
+    the full fit carried over to the fold's scaling decide are not solved; every score is the
+    exact refit's."""
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((90, 4)) * np.logspace(-2, 2, 4) + 3.0
+    score = (X - X.mean(axis=0)) / X.std(axis=0) @ np.array([1.0, -2.0, 0.5, 1.0]) + 0.3 * rng.standard_normal(90)
+    y = np.digitize(score, np.quantile(score, [1 / 3, 2 / 3]))  # three classes, ordered along one direction
+    estimator = make_pipeline(scaler, model)
+    validator = GLRUCrossValidator(estimator, cv=LeaveOneOut()).fit(X, y)
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, LeaveOneOut()))
+    assert validator.n_certified_ > 0 and validator.n_certified_ + validator.n_retrained_ == X.shape[0]
 
 
 @pytest.mark.parametrize("scoring", ["roc_auc", "neg_log_loss"])
