@@ -21,12 +21,13 @@ import warnings
 import numpy as np
 
 from .cross_validation import TOL_ROUNDING, dual_pays_off
-from .held_out import HeldOutOutcome, held_out_bounds
+from .held_out import HeldOutOutcome, certified_bounds, held_out_bounds
 from .multinomial_cv import centre_fold_outcome, solve_fold, solved_fold_outcome
 from .one_vs_rest import outcome_from_classes
 from .penalties import L2
 from .problem import Problem
-from .solver import solve_held_out
+from .semismooth import newton_step
+from .solver import SEMISMOOTH_CHEAP_DIM, solve_held_out
 
 
 def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels"):
@@ -83,11 +84,13 @@ def outcome_at(problem, coef, intercept, X_test, solved=False):
     """The :class:`~glru.held_out.HeldOutOutcome` of ``problem``'s held-out rows ``X_test`` at
     (coef, intercept): the bounds certified there; with ``solved`` (the point is where a solve
     ended), also whether it is at rounding level, where the undecided signs are read."""
+    if not solved:
+        lower, upper, values, _ = certified_bounds(problem, coef, intercept, X_test)
+        return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)
     lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test)
-    outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=solved)
-    if solved:
-        outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
-        outcome.zero_band = band
+    outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
+    outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
+    outcome.zero_band = band
     return outcome
 
 
@@ -99,15 +102,38 @@ def refit_one_vs_rest_fold(X_train, codes_train, X_test, loss, penalty, fit_inte
     fit's row of ``coef`` (n_classes, d) and ``intercept``. With ``need="labels"`` none is
     solved where the bounds at those rows already decide every held-out arg-max."""
     present = np.unique(codes_train)
+    problems = {c: Problem(X_train, np.where(codes_train == c, 1.0, -1.0), loss, penalty, fit_intercept)
+                for c in present}
+    points = {c: (coef[c], intercept[c] if fit_intercept else 0.0) for c in present}
     if need == "labels":
-        outcome = outcome_from_classes(present, {c: outcome_at(
-            Problem(X_train, np.where(codes_train == c, 1.0, -1.0), loss, penalty, fit_intercept), coef[c],
-            intercept[c] if fit_intercept else 0.0, X_test) for c in present}, solved=False)
+        # where Newton steps with the Hessian formed are cheap, up to CERTIFY_STEPS of them for every
+        # class, each followed by the certificates (leave-one-out on iris + StandardScaler, LinearSVC:
+        # 35 of 150 folds decided at the start, 139 after one step, 149 after two); the solves below
+        # start where they end
+        steps = CERTIFY_STEPS if type(penalty) is L2 and X_train.shape[1] + fit_intercept <= SEMISMOOTH_CHEAP_DIM \
+            else 0
+        moved = present
+        at = {}
+        for taken in range(steps + 1):
+            at.update({c: outcome_at(problems[c], *points[c], X_test) for c in moved})
+            outcome = outcome_from_classes(present, at, solved=False)
+            if np.all(outcome.decided) or taken == steps:
+                break
+            # only the classes that may still win an open row move (the others' bounds stand)
+            open_rows = ~outcome.decided
+            best = outcome.lower[open_rows].max(axis=1, keepdims=True)
+            moved = present[np.any(outcome.upper[open_rows] >= best, axis=0)]
+            points.update({c: problems[c].split(newton_step(problems[c], problems[c].join(*points[c])))
+                           for c in moved})
         if np.all(outcome.decided):
             return outcome
-    per_class = {c: refit_fold(X_train, np.where(codes_train == c, 1.0, -1.0), X_test, loss, penalty, fit_intercept,
-                               [(coef[c], intercept[c])], need="values") for c in present}
+    per_class = {c: refit_fold(X_train, problems[c].y, X_test, loss, penalty, fit_intercept, [points[c]],
+                               need="values") for c in present}
     return outcome_from_classes(present, per_class, solved=True)
+
+
+# damped Newton steps a one-vs-rest fold with a label scorer takes before its classes are solved
+CERTIFY_STEPS = 2
 
 
 def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coef, intercept, need="values"):

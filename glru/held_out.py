@@ -122,13 +122,19 @@ class MulticlassOutcome:
         return self.classes[winner]
 
 
-def held_out_bounds(problem, coef, intercept, X_test):
-    """(lower, upper, values, band, evaluation) of X_test's decision values for ``problem`` at
-    (coef, intercept): certified bounds (exact intercept bracket), the values, their
-    :func:`glru.bounds.zero_band`, and the point's :class:`glru.problem.GapEvaluation`."""
+def certified_bounds(problem, coef, intercept, X_test):
+    """(lower, upper, values, evaluation) of X_test's decision values for ``problem`` at (coef,
+    intercept): certified bounds (exact intercept bracket), the values, and the point's
+    :class:`glru.problem.GapEvaluation`."""
     ev = problem.duality_gap(coef, intercept)
     lower, upper = certificate_at(problem, coef, intercept, ev).decision_bounds(X_test, intercept="exact")
-    values = np.asarray(X_test @ coef).ravel() + intercept
+    return lower, upper, np.asarray(X_test @ coef).ravel() + intercept, ev
+
+
+def held_out_bounds(problem, coef, intercept, X_test):
+    """(lower, upper, values, band, evaluation): :func:`certified_bounds` and the values'
+    :func:`glru.bounds.zero_band` (for a point solved to rounding level)."""
+    lower, upper, values, ev = certified_bounds(problem, coef, intercept, X_test)
     train, test = np.sqrt(row_norms_sq(problem.X)), np.sqrt(row_norms_sq(X_test))
     curvature = None
     if problem.fit_intercept:

@@ -53,12 +53,10 @@ def semismooth_newton(problem, z, check, max_steps):
     for step_count in range(max_steps):
         if check(*problem.split(z)):
             return step_count
-        upper = _factor(hessian, problem)
-        if upper is None:
+        taken = _damped_step(problem, z, hessian)
+        if taken is None:
             return step_count
-        gradient = problem.grad(z)
-        step = -scipy.linalg.cho_solve((upper, False), gradient)
-        length = _line_search(problem, z, step, float(gradient @ step))
+        length, step = taken
         with np.errstate(over="ignore"):  # a wild start (an intercept of 1e249) has no finite norm
             at_rounding = length * np.linalg.norm(step) <= 4 * EPS * (1.0 + np.linalg.norm(z))
         if length == 0.0 or at_rounding:
@@ -73,6 +71,24 @@ def semismooth_newton(problem, z, check, max_steps):
         curvatures = new
     check(*problem.split(z))
     return max_steps
+
+
+def newton_step(problem, z):
+    """One damped step of :func:`semismooth_newton` from z, its Hessian formed there: the new
+    point (z itself where H cannot be factored or no step decreases the objective)."""
+    taken = _damped_step(problem, z, problem.hessian(_curvatures(problem, z)))
+    return z if taken is None else z + taken[0] * taken[1]
+
+
+def _damped_step(problem, z, hessian):
+    """(length, step): the Newton step −H⁻¹∇f(z) and its length from :func:`_line_search`, or
+    None where H cannot be factored."""
+    upper = _factor(hessian, problem)
+    if upper is None:
+        return None
+    gradient = problem.grad(z)
+    step = -scipy.linalg.cho_solve((upper, False), gradient)
+    return _line_search(problem, z, step, float(gradient @ step)), step
 
 
 def _factor(hessian, problem):
