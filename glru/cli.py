@@ -58,7 +58,6 @@ def _add_model_options(command):
 def _estimator_and_data(args):
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
-
     from sklearn.utils.validation import check_X_y
 
     from .datasets import load

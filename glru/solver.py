@@ -752,34 +752,41 @@ class SignsDecided:
         gated = cert.penalty.strong_convexity > 0
         if gated and not always and cert.radius > self.check_below:
             return False
-        lower, upper = cert.decision_bounds(self.X_test, intercept="exact")
+        return self.decided(*cert.decision_bounds(self.X_test, intercept="exact"), cert.radius if gated else None)
+
+    def decided(self, lower, upper, radius=None):
+        """Whether the bounds (lower, upper) on X_test's decision values, certified within
+        ``radius`` (None: no strongly convex penalty), decide every sign; if not, the next checks
+        wait for the radius the open rows need."""
         open_rows = ~((lower > 0) | (upper <= 0))
         if not open_rows.any():
             return True
         lower, upper = lower[open_rows], upper[open_rows]
-        if gated and np.isfinite(lower).all() and np.isfinite(upper).all():
+        if radius is not None and np.isfinite(lower).all() and np.isfinite(upper).all():
             half, middle = 0.5 * (upper - lower), 0.5 * (upper + lower)
-            self.check_below = SIGN_CHECK_SLACK * cert.radius * float(np.min(np.abs(middle) / half))
+            self.check_below = SIGN_CHECK_SLACK * radius * float(np.min(np.abs(middle) / half))
         else:  # an iterate whose bounds overflow (a wild start) tells nothing of the radius needed
             self.check_below = np.inf
         return False
 
 
 def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol, method="auto",
-                   column_summaries=None):
+                   column_summaries=None, signs=None):
     """Solve the problem on (X_train, y_train) from (coef, intercept) by :func:`solve`'s
     ``method``, to relative gap ``tol`` and then polished (:func:`polish`); with ``X_test``,
     stop as soon as the signs of its decision values are certified (Remark 3). Returns (coef,
     intercept). A module-level function of plain arrays, so that joblib can ship it to other
     processes or a cluster. ``column_summaries``: X_train's (‖X_{:j}‖², dual-domain box) where the
     caller has them (:meth:`Problem.column_summaries_after`): built here, they are a pass over
-    X_train in small blocks, 8 ms of a 20 ms leave-one-out solve on sparse 1000 × 5000."""
+    X_train in small blocks, 8 ms of a 20 ms leave-one-out solve on sparse 1000 × 5000. ``signs``:
+    the :class:`SignsDecided` of X_test to go on with, where the caller has checked the start
+    (its next check waits for the radius the open rows need)."""
     from .certificate import certificate_at  # (certificate imports this module)
 
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
     if column_summaries is not None:  # the values of the two cached properties
         problem.col_norms_sq, problem.dual_domain = column_summaries
-    stop_when = None if X_test is None else SignsDecided(X_test)
+    stop_when = signs if signs is not None else None if X_test is None else SignsDecided(X_test)
     result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when, method=method)
     if not (result.converged or result.stopped_early):
         # a start the solver cannot leave (squared hinge, columns scaled over four decades, C = 100:

@@ -234,9 +234,8 @@ class GLRUCrossValidator(BaseEstimator):
         start = _exact_fit(model, X_full, codes, classes.size)
         fitted = time.perf_counter()
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
-            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start,
-                                         "values" if train_scores else need, None if previous is None else previous[j],
-                                         full_pre)
+            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
+                                         "values" if train_scores else need, None if previous is None else previous[j])
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -385,8 +384,8 @@ def _exact_fit(model, X, codes, n_classes):
     return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
 
 
-def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, need, previous=None,
-                        full_steps=None):
+def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
+                        previous=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
     dimensions agree, or (binary) from ``previous``, its solution at a neighbouring grid point,
@@ -404,9 +403,9 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     except Exception as error:
         return _StepFailed(error)
     coef, intercept = start
-    scalings = (affine_scaling(full_steps[-1]), affine_scaling(steps[-1])) if full_steps is not None else (None,)
-    if None not in scalings:
-        coef, intercept = model.carried_over(coef, intercept, *scalings)
+    old, new = affine_scaling(full_steps[-1]), affine_scaling(steps[-1])
+    if old is not None and new is not None:
+        coef, intercept = model.carried_over(coef, intercept, old, new)
     if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
         coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
     penalty = model.penalty_for(train.size)

@@ -63,9 +63,9 @@ class GLRUSearchCV(GridSearchCV):
         :class:`~sklearn_ext.GLRUCrossValidator`; multiclass: one-vs-rest, or multinomial
         ``LogisticRegression`` with L2). Steps that learn from the training rows (a
         ``StandardScaler``, an imputer; not before ``Ridge``) are fitted on each fold's rows and
-        every fold is solved exactly on their output: no fold is certified without training and
-        ``prune`` has no effect (``return_train_score=True`` solves every fold to rounding level
-        and scores its model on its training rows). Anything else,
+        every fold is solved exactly on their output, unless the bounds at the full fit carried
+        over to its scaling decide its labels; ``prune`` has no effect (``return_train_score=True``
+        solves every fold to rounding level and scores its model on its training rows). Anything else,
         multinomial multiclass with an L1 term, multi-metric scoring and fit parameters run
         scikit-learn's GridSearchCV with a :class:`~sklearn_ext.FallbackWarning` that says why.
     param_grid : dict or list of dicts
@@ -244,11 +244,12 @@ class GLRUSearchCV(GridSearchCV):
                 else None
         if target not in ("binary", "multiclass"):
             return f"the target is {target} (binary and multiclass targets are)"
-        try:
-            for _, model in exact.values() if target == "multiclass" else ():
-                check_multiclass(model)
-        except Unsupported as why:
-            return str(why)
+        if target == "multiclass":
+            try:
+                for _, model in exact.values():
+                    check_multiclass(model)
+            except Unsupported as why:
+                return str(why)
         return None
 
     def _search_ridge(self, X, y, X_valid, y_valid, X_model, groups, candidates, exact, reasons):
