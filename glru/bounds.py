@@ -12,6 +12,11 @@ from .duality import EPS
 _WIDEN = 1.0 + 8 * EPS  # radii are square roots of sound gaps; this absorbs their rounding
 
 
+def signs_decided(lower, upper):
+    """Rows whose bounds decide the sign of the decision value (> 0, scikit-learn's rule, or not)."""
+    return (lower > 0) | (upper <= 0)
+
+
 def primal_radius(gap, lam):
     """(9): ‖w*_new − ŵ‖₂ ≤ sqrt(2G/λ) when ρ is λ-strongly convex (λ > 0).
 

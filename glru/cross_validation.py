@@ -42,7 +42,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from .anderson import ANDERSON_DEPTH, Anderson
 from .blas import single_threaded_blas
-from .bounds import primal_radius, zero_band
+from .bounds import primal_radius, signs_decided, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
 from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
 from .curvature import FoldCurvature, hessian_error
@@ -447,7 +447,7 @@ class _Engine:
         errors[dropped] = 0.0  # only the training rows count, here and below
         moved = self._moved(k, margins)
         moved += errors
-        shift = float(np.max(moved, initial=0.0))
+        shift = float(np.max(moved, initial=0.0)) * (1 + 4 * EPS)  # (the difference's and the sum's rounding)
         del moved
         strength = fold.n_train * self.penalty_for(fold.n_train).lam
         gradient_error = gamma(self.X.shape[0] + d + 32) * float(np.abs(slopes) @ self.xt_norms) \
@@ -653,7 +653,7 @@ class _Engine:
         wider than ``VALUE_RTOL`` (values)."""
         if self.need == "values":
             return ~(upper - lower <= VALUE_RTOL * np.maximum(1.0, np.abs(values)))
-        return ~((lower > 0) | (upper <= 0))
+        return ~signs_decided(lower, upper)
 
     def _solve(self, indices, data, centres, stop_early=True):
         """Solve the folds from the centres through joblib; with ``stop_early`` (and labels

@@ -4,7 +4,7 @@ fold (:mod:`glru.cross_validation`) or a stepwise candidate on a fold (:mod:`glr
 import numpy as np
 import scipy.sparse as sp
 
-from .bounds import zero_band
+from .bounds import signs_decided, zero_band
 from .certificate import certificate_at
 from .problem import row_norms_sq
 
@@ -43,7 +43,7 @@ class HeldOutOutcome:
     @property
     def decided(self):
         """Rows whose predicted label (decision > 0) is certified."""
-        return (self.lower > 0) | (self.upper <= 0)
+        return signs_decided(self.lower, self.upper)
 
     @property
     def labels(self):

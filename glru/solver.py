@@ -50,6 +50,7 @@ from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
 from .anderson import ANDERSON_DEPTH, Anderson
+from .bounds import signs_decided
 from .costs import factor_seconds, gram_seconds, product_seconds
 from .intercept import approximate_root
 from .losses import Logistic, Squared, SquaredHinge
@@ -758,7 +759,7 @@ class SignsDecided:
         """Whether the bounds (lower, upper) on X_test's decision values, certified within
         ``radius`` (None: no strongly convex penalty), decide every sign; if not, the next checks
         wait for the radius the open rows need."""
-        open_rows = ~((lower > 0) | (upper <= 0))
+        open_rows = ~signs_decided(lower, upper)
         if not open_rows.any():
             return True
         lower, upper = lower[open_rows], upper[open_rows]

@@ -125,6 +125,35 @@ def test_standardized_w8a_folds_equal_exact_refits(shared_data, C, scoring):
     np.testing.assert_array_equal(got, exact_scores(est, X, y, cv, scoring=scoring))
 
 
+@pytest.mark.parametrize("name", ["a9a.t.gz", "mushrooms.gz"])
+def test_standardized_folds_certified_by_chord_steps_equal_exact_refits(shared_data, name, monkeypatch):
+    """A StandardScaler before LogisticRegression, 10-fold: the folds are decided by chord steps
+    (glru.chord) long before rounding level; their scores are the exact refits'."""
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import glru.fold_refit
+    from sklearn_ext import GLRUCrossValidator
+
+    from .test_cross_validation import exact_scores
+
+    decided = []
+    chord_outcome = glru.fold_refit.chord_outcome
+
+    def counted(*args):
+        outcome, point = chord_outcome(*args)
+        decided.append(outcome is not None)
+        return outcome, point
+
+    monkeypatch.setattr(glru.fold_refit, "chord_outcome", counted)
+    X, y = load_libsvm(shared_data, name, rows=6000, seed=7)
+    est, cv = make_pipeline(StandardScaler(with_mean=False), LogisticRegression()), StratifiedKFold(10)
+    got = GLRUCrossValidator(est, cv=cv).fit(X, y).scores_
+    np.testing.assert_array_equal(got, exact_scores(est, X, y, cv))
+    assert sum(decided) >= 8
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_arcene_leave_one_out_labels_and_intervals(shared_data, fit_intercept):
     """The paper's setting at λ = 2^-10: every certified interval checked on a sample of exact refits."""
