@@ -19,6 +19,10 @@ class Anderson:
     def __init__(self, depth):
         self.depth, self.points, self.steps = depth, [], []
 
+    def restart(self):
+        """Forget the steps so far (the iteration's map changed, or a step was rejected)."""
+        self.points, self.steps = [], []
+
     def next(self, z, f):
         self.points, self.steps = (self.points + [z])[-self.depth - 1:], (self.steps + [f])[-self.depth - 1:]
         if len(self.steps) < 2:

@@ -6,8 +6,8 @@ ball shrinks only like the square root of the duality gap: the held-out signs of
 a9a.t with a StandardScaler need relative gaps of about 1e-12, a solve to rounding level
 (85–150 ms a fold). The theorem of :mod:`glru.curvature` bounds the held-out values linearly
 in the gradient measured in the metric of a factored Hessian M, and its centre x̃·(z − βM⁻¹g)
-is second-order accurate: the same folds are decided after 3–5 chord steps z ← z − M⁻¹g (one
-Hessian formed and factored, a gradient a step), in 12–20 ms.
+is second-order accurate: the same folds are decided after 3–9 chord steps z ← z − M⁻¹g (one
+Hessian formed and factored, a gradient a step), in 12–100 ms.
 
 M is the Hessian at reference margins, first the start's. Where the iterate has moved some
 training margin so far from them that the bounds cannot exist (νδ beyond ``REFRESH_SHIFT``), or
@@ -24,9 +24,9 @@ import scipy.sparse as sp
 
 from .anderson import ANDERSON_DEPTH, Anderson
 from .costs import factor_seconds, gram_seconds, product_seconds
+from .cross_validation import REFERENCE_SHIFT, REFRESH_MAX_FRACTION
 from .curvature import FoldCurvature, hessian_error
 from .duality import EPS, gamma, margin_error
-from .cross_validation import REFERENCE_SHIFT, REFRESH_MAX_FRACTION
 from .held_out import HeldOutOutcome, nonzero_counts
 from .newton_centres import weighted_gram
 from .problem import row_norms_sq
@@ -81,13 +81,11 @@ def chord_outcome(problem, coef, intercept, X_test, still_open):
     z = problem.join(coef, intercept)
     if not steps.refer(z):
         return None, (coef, intercept)
-    _, gradient_error, _ = steps.gradient(z)
-    curvature = steps.curvature
-    if (1 - curvature.theta) / (problem.loss.self_concordance * curvature.K) < REACH * np.sqrt(curvature.N) * gradient_error:
+    gradient, gradient_error, shift = steps.gradient(z)
+    if not steps.within_reach(gradient_error):
         return None, (coef, intercept)
     anderson = Anderson(ANDERSON_DEPTH)
     for _ in range(MAX_CHORD_STEPS):
-        gradient, gradient_error, shift = steps.gradient(z)
         step = steps.solve(gradient)
         bounds = steps.bounds(z, gradient, gradient_error, step, shift, still_open)
         if bounds is not None:
@@ -99,17 +97,24 @@ def chord_outcome(problem, coef, intercept, X_test, still_open):
             if not steps.refresh(z):
                 break
             step = steps.solve(gradient)
-            anderson = Anderson(ANDERSON_DEPTH)
-        proposed = anderson.next(z, -step)  # accelerated where it decreases the objective
-        if problem.fun(proposed) < problem.fun(z):
-            z = proposed
-            continue
-        anderson = Anderson(ANDERSON_DEPTH)
-        length = _line_search(problem, z, -step, -float(gradient @ step))
-        if length == 0.0:
+            anderson.restart()
+        moved = _next_point(problem, z, gradient, step, anderson)
+        if moved is None:
             break
-        z = z - length * step
+        z = moved
+        gradient, gradient_error, shift = steps.gradient(z)
     return None, problem.split(z)
+
+
+def _next_point(problem, z, gradient, step, anderson):
+    """The point after the chord step −``step`` from z: Anderson-accelerated where that decreases
+    the objective, else damped by the line search (None where no length decreases it)."""
+    proposed = anderson.next(z, -step)
+    if problem.fun(proposed) < problem.fun(z):
+        return proposed
+    anderson.restart()
+    length = _line_search(problem, z, -step, -float(gradient @ step))
+    return None if length == 0.0 else z - length * step
 
 
 class _ChordSteps:
@@ -159,9 +164,8 @@ class _ChordSteps:
         rows = np.flatnonzero(moved > threshold)
         if not rows.size:
             return False
-        loss, y = problem.loss, problem.y
-        change = (loss.second_derivative(y[rows], margins[rows]) - loss.second_derivative(y[rows], self.margins[rows])) \
-            / problem.n
+        curvature, y = problem.loss.second_derivative, problem.y
+        change = (curvature(y[rows], margins[rows]) - curvature(y[rows], self.margins[rows])) / problem.n
         hessian = weighted_gram(problem.X, change, problem.fit_intercept, rows)
         hessian += self.upper.T @ self.upper
         dim = hessian.shape[0]
@@ -201,6 +205,13 @@ class _ChordSteps:
             + problem.loss.smoothness * float(errors @ self.train_norms) / problem.n \
             + 4 * EPS * problem.penalty.lam * w_norm
         return gradient, gradient_error, shift
+
+    def within_reach(self, gradient_error):
+        """Whether the bounds could exist (γ < (1 − θ)/(νK), at δ = 0) at a γ of at least ``REACH``
+        times its rounding floor √N·‖e‖, e the gradient's error."""
+        curvature = self.curvature
+        target = (1 - curvature.theta) / (self.problem.loss.self_concordance * curvature.K)
+        return target >= REACH * np.sqrt(curvature.N) * gradient_error
 
     def solve(self, gradient):
         """The chord step M⁻¹g."""
