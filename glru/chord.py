@@ -25,8 +25,8 @@ import scipy.sparse as sp
 from .anderson import ANDERSON_DEPTH, Anderson
 from .costs import factor_seconds, gram_seconds, product_seconds
 from .cross_validation import REFERENCE_SHIFT, REFRESH_MAX_FRACTION
-from .curvature import FoldCurvature, hessian_error
-from .duality import EPS, gamma, margin_error
+from .curvature import FoldCurvature, gradient_error, hessian_error
+from .duality import EPS, margin_error
 from .held_out import HeldOutOutcome, nonzero_counts
 from .newton_centres import weighted_gram
 from .problem import row_norms_sq
@@ -84,7 +84,7 @@ def chord_outcome(problem, coef, intercept, X_test, still_open):
     gradient, gradient_error, shift = steps.gradient(z)
     if not steps.within_reach(gradient_error):
         return None, (coef, intercept)
-    anderson = Anderson(ANDERSON_DEPTH)
+    anderson, value = Anderson(ANDERSON_DEPTH), problem.fun(z)
     for _ in range(MAX_CHORD_STEPS):
         step = steps.solve(gradient)
         bounds = steps.bounds(z, gradient, gradient_error, step, shift, still_open)
@@ -98,23 +98,28 @@ def chord_outcome(problem, coef, intercept, X_test, still_open):
                 break
             step = steps.solve(gradient)
             anderson.restart()
-        moved = _next_point(problem, z, gradient, step, anderson)
+        moved = _next_point(problem, z, value, gradient, step, anderson)
         if moved is None:
             break
-        z = moved
+        z, value = moved
         gradient, gradient_error, shift = steps.gradient(z)
     return None, problem.split(z)
 
 
-def _next_point(problem, z, gradient, step, anderson):
-    """The point after the chord step −``step`` from z: Anderson-accelerated where that decreases
-    the objective, else damped by the line search (None where no length decreases it)."""
+def _next_point(problem, z, value, gradient, step, anderson):
+    """(point, objective there) after the chord step −``step`` from z (objective ``value``):
+    Anderson-accelerated where that decreases the objective, else damped by the line search (None
+    where no length decreases it)."""
     proposed = anderson.next(z, -step)
-    if problem.fun(proposed) < problem.fun(z):
-        return proposed
+    proposed_value = problem.fun(proposed)
+    if proposed_value < value:
+        return proposed, proposed_value
     anderson.restart()
     length = _line_search(problem, z, -step, -float(gradient @ step))
-    return None if length == 0.0 else z - length * step
+    if length == 0.0:
+        return None
+    point = z - length * step
+    return point, problem.fun(point)
 
 
 class _ChordSteps:
@@ -201,10 +206,9 @@ class _ChordSteps:
         errors = margin_error(self.row_norms[:problem.n] * w_norm + abs(b), self.terms)
         # (1 + 4u: the rounding of the difference and the sum)
         shift = float(np.max(np.abs(margins - self.margins) + errors, initial=0.0)) * (1 + 4 * EPS)
-        gradient_error = gamma(problem.n + problem.d + 32) * float(np.abs(slopes) @ self.train_norms) \
-            + problem.loss.smoothness * float(errors @ self.train_norms) / problem.n \
-            + 4 * EPS * problem.penalty.lam * w_norm
-        return gradient, gradient_error, shift
+        error = gradient_error(slopes, errors, self.train_norms, problem.loss.smoothness / problem.n,
+                               problem.penalty.lam, w_norm, problem.d)
+        return gradient, error, shift
 
     def within_reach(self, gradient_error):
         """Whether the bounds could exist (γ < (1 − θ)/(νK), at δ = 0) at a γ of at least ``REACH``

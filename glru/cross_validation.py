@@ -45,8 +45,8 @@ from .blas import single_threaded_blas
 from .bounds import primal_radius, signs_decided, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
 from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
-from .curvature import FoldCurvature, hessian_error
-from .duality import EPS, enforce_zero_sum, gamma, margin_error
+from .curvature import FoldCurvature, gradient_error, hessian_error
+from .duality import EPS, enforce_zero_sum, margin_error
 from .fold_steps import FoldBlock, single_precision
 from .held_out import HeldOutOutcome
 from .newton_centres import NewtonCentres, outside
@@ -450,14 +450,13 @@ class _Engine:
         shift = float(np.max(moved, initial=0.0)) * (1 + 4 * EPS)  # (the difference's and the sum's rounding)
         del moved
         strength = fold.n_train * self.penalty_for(fold.n_train).lam
-        gradient_error = gamma(self.X.shape[0] + d + 32) * float(np.abs(slopes) @ self.xt_norms) \
-            + self.loss.smoothness * float(errors @ self.xt_norms) + 4 * EPS * strength * w_norm
+        error = gradient_error(slopes, errors, self.xt_norms, self.loss.smoothness, strength, w_norm, d)
         curvature = self._current_curvature(k, gradient, step, shift)
         if curvature is None:
             return None, False
         def still_open(lower, upper):
             return self._open_rows(lower, upper, 0.5 * (lower + upper))
-        bounds = curvature.bounds(z, gradient, gradient_error, step, margins[fold.test], shift, refine=still_open)
+        bounds = curvature.bounds(z, gradient, error, step, margins[fold.test], shift, refine=still_open)
         if bounds is None:
             return None, False
         point = z - bounds.beta * step

@@ -72,6 +72,16 @@ def hessian_error(curvature_norms, strength, n_rows, dim):
     return 2.0 * (gamma(n_rows + 2) + gamma(dim + 1) + 16 * EPS) * scale
 
 
+def gradient_error(slopes, margin_errors, row_norms, smoothness, strength, w_norm, d):
+    """A bound on the 2-norm of the error of a gradient X̃ᵀs + aPw computed from margins within
+    ``margin_errors`` of the exact ones (sum form; the mean form takes s, ``smoothness`` and a = λ
+    divided by n): the slopes s_i = ℓ'(margin_i) move by at most smoothness·μ_i, the product's sums
+    and the slopes' own evaluation add γ_{n+d+32}·Σ|s_i|‖x̃_i‖, and aw its rounding.
+    ``row_norms``: ‖x̃_i‖ of the rows of ``slopes``; ``d``: X's columns."""
+    return gamma(slopes.size + d + 32) * float(np.abs(slopes) @ row_norms) \
+        + smoothness * float(margin_errors @ row_norms) + 4 * EPS * strength * w_norm
+
+
 class HeldOutBounds(NamedTuple):
     """What :meth:`FoldCurvature.bounds` certifies: x̃·z* ∈ [lower, upper] for the held-out rows,
     around ``centre`` = x̃·(z − βp). ``floor`` is the part of each half-width that no smaller

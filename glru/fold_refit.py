@@ -7,7 +7,8 @@ fold's training rows (a ``StandardScaler`` in a Pipeline) gives every fold data 
 that relation is gone. Each fold is then solved on its own, from a start (the full fit, whose
 transformed data are close to a fold's), and, when only the held-out labels are needed, stopped
 as soon as the certificate at its iterate decides their signs (Remark 3), at the start itself
-where its bounds decide them all (Theorem 1 holds at any centre: nothing is solved then);
+where its bounds decide them all (Theorem 1 holds at any centre: nothing is solved then), or by
+the chord steps of :mod:`glru.chord` (a logistic fold whose Hessian is cheap to factor);
 otherwise solved to rounding level. A sign no certificate decides is read at a point polished
 to rounding level, with the zero band of :func:`glru.bounds.zero_band`
 (:func:`glru.held_out.held_out_bounds`, as stepwise selection reads its solved candidates).
