@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
 
 from .anderson import ANDERSON_DEPTH, Anderson
-from .blas import single_threaded_blas
+from .blas import single_threaded_blas, small
 from .bounds import primal_radius, signs_decided, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
 from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
@@ -223,8 +223,7 @@ class _Engine:
         self.direct = self.newton and self.span is None and dim <= CURVATURE_MAX_DIM \
             and all(4 * rows.size >= dim for rows in self.dropped)
         self.curved = self.direct and np.isfinite(loss.self_concordance)
-        stored = X.nnz if sp.issparse(X) else X.size
-        self.single_threaded = self.direct or 8 * stored <= SINGLE_THREAD_BYTES
+        self.single_threaded = self.direct or small(X)
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
 
     def run(self, solve_open=True):
@@ -233,7 +232,7 @@ class _Engine:
     def _with_blas(self, function, *args):
         """``function(*args)`` with one BLAS thread where the folds are factored directly (their
         products are d̃ × d̃: two threads made them 2–3× slower on the 2-core machine) or X is
-        small (``SINGLE_THREAD_BYTES``)."""
+        :func:`glru.blas.small`."""
         with single_threaded_blas() if self.single_threaded else contextlib.nullcontext():
             return function(*args)
 
@@ -885,10 +884,6 @@ class _Engine:
             print(f"[glru cross-validation] {message}", flush=True)
 
 
-# at most this much data (X's stored values), BLAS runs on one thread: madelon's 2.4 MB made 10-fold
-# 35 % faster on one thread than on two (a 501 × 501 Cholesky factorization 3× faster), arcene's
-# 16 MB leave-one-out 15–20 % slower
-SINGLE_THREAD_BYTES = 1 << 23
 SUBSAMPLE_STRIDE = 8  # the rough full fit's Hessians (curvature path) use every 8th row, if ≥ 4·d̃ rows remain
 HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then polish
 DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap

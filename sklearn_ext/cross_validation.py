@@ -24,6 +24,7 @@ from sklearn.utils import RegressorTags, _safe_indexing
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, column_or_1d, indexable
 
+from glru.blas import blas_for
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
 from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold
@@ -374,11 +375,13 @@ def _exact_fit(model, X, codes, n_classes):
     the folds of :meth:`GLRUCrossValidator._fit_learned` and its ``estimator_``. One row per
     class with three classes or more (multinomial: symmetric, as scikit-learn's)."""
     if n_classes > 2 and model.multiclass == "multinomial":
-        return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept)
+        with blas_for(X):
+            return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept)
     penalty, start = model.penalty_for(X.shape[0]), np.zeros(X.shape[1])
-    solutions = [solve_held_out(X, np.where(codes == c, 1.0, -1.0), model.loss, penalty, model.fit_intercept, start,
-                                0.0, None, TOL_ROUNDING)  # solved, then polished to rounding
-                 for c in ([1] if n_classes == 2 else range(n_classes))]  # one-vs-rest: each class against the rest
+    with blas_for(X):
+        solutions = [solve_held_out(X, np.where(codes == c, 1.0, -1.0), model.loss, penalty, model.fit_intercept,
+                                    start, 0.0, None, TOL_ROUNDING)  # solved, then polished to rounding
+                     for c in ([1] if n_classes == 2 else range(n_classes))]  # one-vs-rest: each class against the rest
     if n_classes == 2:
         return solutions[0]
     return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
@@ -409,16 +412,18 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
         coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
     penalty = model.penalty_for(train.size)
-    if n_classes == 2:
-        starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape else [])
-        outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                             model.fit_intercept, starts, need)
-    elif model.multiclass == "multinomial":
-        outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
-                                         intercept, need)
-    else:
-        outcome = refit_one_vs_rest_fold(X_train, codes[train], X_test, model.loss, penalty, model.fit_intercept,
-                                         coef, intercept, need)
+    with blas_for(X_train):
+        if n_classes == 2:
+            starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape
+                                            else [])
+            outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
+                                 model.fit_intercept, starts, need)
+        elif model.multiclass == "multinomial":
+            outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
+                                             intercept, need)
+        else:
+            outcome = refit_one_vs_rest_fold(X_train, codes[train], X_test, model.loss, penalty, model.fit_intercept,
+                                             coef, intercept, need)
     if need == "values":  # (the fold's columns: those its steps output)
         outcome.coef = zero_unused_weights(outcome.coef, nonzero_counts(X_train))
     return steps, outcome
