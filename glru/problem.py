@@ -336,65 +336,64 @@ def dual_domain_terms(X, loss, y):
     """Per-column pieces of min/max of X_{:j}·α over α ∈ dom D's box (25): the finite lower
     and upper sums, the number of infinite terms in each, and Σ_i |X_ij|(|a_i| + |c_i|) over the
     finite ends (for the rounding bound). Kept as sums so that removing rows is a subtraction
-    (Remark 2's (27g) and (27j)). Rows are taken a block of 2¹⁵ stored values at a time: the five
-    sparse temporaries of a block (12 bytes a value) then stay near 2 MiB instead of several
-    copies of X (2¹⁷ values a block held 8 MiB)."""
-    terms = None
-    for rows in row_slices(X):
-        block = _dual_domain_terms_block(X[rows], loss, y[rows])
-        terms = block if terms is None else {key: terms[key] + block[key] for key in terms}
-    return terms if terms is not None else _dual_domain_terms_block(X, loss, y)
-
-
-def _dual_domain_terms_block(X, loss, y):
+    (Remark 2's (27g) and (27j)). Rows are taken a block of 2¹⁵ stored values at a time
+    (:func:`row_slices`): a block's temporaries then stay near 2 MiB instead of several copies
+    of X."""
     dom_lo, dom_hi = loss.conjugate_domain(y)
     a, c = -dom_hi, -dom_lo  # α_i ∈ [a_i, c_i]
     a_fin, c_fin = np.where(np.isfinite(a), a, 0.0), np.where(np.isfinite(c), c, 0.0)
     a_inf, c_inf = (~np.isfinite(a)).astype(float), (~np.isfinite(c)).astype(float)
+    ends = (a_fin, c_fin, a_inf, c_inf) if a_inf.any() or c_inf.any() else (a_fin, c_fin)
     if sp.issparse(X):
-        return _sparse_dual_domain_terms(X.tocsr(), a_fin, c_fin, a_inf, c_inf)
+        X = X.tocsr()
+        if not X.has_canonical_format:  # an entry stored twice has one sign, of its sum
+            X = X.copy()
+            X.sum_duplicates()
+    terms = np.zeros((len(ends) + 1, X.shape[1]))  # lower, upper, magnitude, and the counts if any
+    for rows in row_slices(X):
+        terms += _sparse_terms_block(X, rows, ends) if sp.issparse(X) else _dense_terms_block(X[rows], rows, ends)
+    if len(ends) == 2:  # no infinite end
+        terms = np.vstack([terms, np.zeros((2, X.shape[1]))])
+    lower, upper, magnitude, lower_inf, upper_inf = terms
+    return dict(lower=lower, upper=upper, magnitude=magnitude, lower_inf=lower_inf, upper_inf=upper_inf)
+
+
+def _dense_terms_block(X, rows, ends):
+    """The rows of :func:`dual_domain_terms`' sums for a dense block of rows: its positive and
+    negative parts times the ends [a, c] (and their infinite counts where there are any)."""
+    a_fin, c_fin = ends[0][rows], ends[1][rows]
     pos, neg = np.maximum(X, 0.0), np.minimum(X, 0.0)
-    is_pos, is_neg = (X > 0).astype(float), (X < 0).astype(float)
-    return dict(
-        lower=_tdot(pos, a_fin) + _tdot(neg, c_fin),
-        upper=_tdot(pos, c_fin) + _tdot(neg, a_fin),
-        lower_inf=_tdot(is_pos, a_inf) + _tdot(is_neg, c_inf),
-        upper_inf=_tdot(is_pos, c_inf) + _tdot(is_neg, a_inf),
-        magnitude=_tdot(abs(X), np.abs(a_fin) + np.abs(c_fin)),
-    )
+    out = [pos.T @ a_fin + neg.T @ c_fin, pos.T @ c_fin + neg.T @ a_fin,
+           np.abs(X).T @ (np.abs(a_fin) + np.abs(c_fin))]
+    if len(ends) == 4:
+        a_inf, c_inf = ends[2][rows], ends[3][rows]
+        is_pos, is_neg = (X > 0).astype(float), (X < 0).astype(float)
+        out += [is_pos.T @ a_inf + is_neg.T @ c_inf, is_pos.T @ c_inf + is_neg.T @ a_inf]
+    return np.array(out)
 
 
-def _sparse_dual_domain_terms(X, a_fin, c_fin, a_inf, c_inf):
-    """The sums of :func:`_dual_domain_terms_block` for a CSR block, from its positive and
-    negative parts as CSR matrices on X's own index arrays, each times the ends [a, c, |a| + |c|]
-    in one product; the infinite ends' counts only where there are any (not for logistic or
-    Huber). SciPy's sparse ``maximum``, ``minimum``, comparisons and ``abs`` (each a new matrix,
-    index arrays and all) took five times as long: 25 ms on sparse 4000 × 2000 at 5 %."""
-    if not X.has_canonical_format:  # an entry stored twice has one sign, of its sum
-        X = X.copy()
-        X.sum_duplicates()
-
-    def part(values):
-        return sp.csr_matrix((values, X.indices, X.indptr), shape=X.shape)
-    positive, negative = part(np.maximum(X.data, 0.0)), part(np.minimum(X.data, 0.0))
-    ends = np.column_stack([a_fin, c_fin, np.abs(a_fin) + np.abs(c_fin)])
-    P, N = np.asarray(positive.T @ ends), np.asarray(negative.T @ ends)
-    terms = dict(lower=P[:, 0] + N[:, 1], upper=P[:, 1] + N[:, 0], magnitude=P[:, 2] - N[:, 2])
-    counts = np.zeros((X.shape[1], 2))
-    if a_inf.any() or c_inf.any():
-        infinite = np.column_stack([a_inf, c_inf])
-        P = np.asarray(part((X.data > 0).astype(float)).T @ infinite)
-        N = np.asarray(part((X.data < 0).astype(float)).T @ infinite)
-        counts = np.column_stack([P[:, 0] + N[:, 1], P[:, 1] + N[:, 0]])
-    terms.update(lower_inf=counts[:, 0], upper_inf=counts[:, 1])
-    return terms
+def _sparse_terms_block(X, rows, ends):
+    """The same sums for the stored values of a block of rows of CSR X, read from its arrays (one
+    weighted count per sum over the column indices): building each block's positive and negative
+    parts as matrices and multiplying them by the ends took three times as long (6 ms of a 33 ms
+    fold of a9a.t with a StandardScaler, LinearSVC)."""
+    first, last = X.indptr[rows.start], X.indptr[min(rows.stop, X.shape[0])]
+    values, columns = X.data[first:last], X.indices[first:last]
+    row = np.repeat(np.arange(rows.start, rows.start + np.diff(X.indptr[rows.start:rows.stop + 1]).size),
+                    np.diff(X.indptr[rows.start:rows.stop + 1]))
+    positive = values > 0
+    a_fin, c_fin = ends[0][row], ends[1][row]
+    low_end, high_end = np.where(positive, a_fin, c_fin), np.where(positive, c_fin, a_fin)
+    weights = [values * low_end, values * high_end, np.abs(values) * (np.abs(a_fin) + np.abs(c_fin))]
+    if len(ends) == 4:
+        a_inf, c_inf = ends[2][row], ends[3][row]
+        negative = values < 0
+        weights += [positive * a_inf + negative * c_inf, positive * c_inf + negative * a_inf]
+    d = X.shape[1]
+    return np.array([np.bincount(columns, weights=w, minlength=d) for w in weights])
 
 
 def dual_domain_from_terms(terms, n):
     slack = 2.0 * (n + 16) * EPS * terms["magnitude"]
     return (np.where(terms["lower_inf"] > 0, -np.inf, terms["lower"] - slack),
             np.where(terms["upper_inf"] > 0, np.inf, terms["upper"] + slack))
-
-
-def _tdot(M, v):
-    return np.asarray(M.T @ v).ravel()

@@ -125,9 +125,10 @@ class GLRUCrossValidator(BaseEstimator):
         """:meth:`fit`; ``result`` is the binary engine's result when already computed (by
         :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model). Without ``refit``
         (:func:`cross_val_score`, which returns the scores only) a fallback does not fit
-        ``estimator_``. ``previous``: for steps that learn from the training rows, each
-        trainable fold's solution at a neighbouring grid point (``_fold_solutions`` of the
-        validator that computed it; a start, see :func:`_refit_learned_fold`). ``train_scores``
+        ``estimator_``. ``previous``: for steps that learn from the training rows, the full fit
+        and each trainable fold's solution at a neighbouring grid point (``_solutions`` of the
+        validator that computed it; starts, see :func:`_exact_fit` and
+        :func:`_refit_learned_fold`). ``train_scores``
         (steps that learn from the training rows only): also ``_train_scores``, each fold's exact
         model scored on its training rows, as GridSearchCV's ``return_train_score``."""
         scorer = check_scoring(self.estimator, scoring=self.scoring)
@@ -232,11 +233,12 @@ class GLRUCrossValidator(BaseEstimator):
         need = _response_needed(scorer)
         codes = np.searchsorted(classes, y)
         full_pre, X_full = full
-        start = _exact_fit(model, X_full, codes, classes.size)
+        previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
+        start = _exact_fit(model, X_full, codes, classes.size, previous_full)
         fitted = time.perf_counter()
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
-                                         "values" if train_scores else need, None if previous is None else previous[j])
+                                         "values" if train_scores else need, previous_folds[j])
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -261,7 +263,7 @@ class GLRUCrossValidator(BaseEstimator):
         outcomes = [outcome for _, outcome in results]
         self.n_certified_ = sum(test.size for test, outcome in zip(tests, outcomes) if not outcome.solved)
         self.n_retrained_ = sum(outcome.solved for outcome in outcomes)
-        self._fold_solutions = [(outcome.coef, outcome.intercept) for outcome in outcomes]
+        self._solutions = (start, [(outcome.coef, outcome.intercept) for outcome in outcomes])
         self.decision_bounds_ = np.column_stack([np.concatenate([o.lower for o in outcomes]),
                                                  np.concatenate([o.upper for o in outcomes])]) \
             if classes.size == 2 else _multiclass_bounds(tests, outcomes, classes.size)
@@ -370,17 +372,24 @@ def _transformed(preprocessing, model, X, y, rows):
         return _StepFailed(error)
 
 
-def _exact_fit(model, X, codes, n_classes):
+def _exact_fit(model, X, codes, n_classes, start=None):
     """(coef, intercept) of ``model`` on (X, class ``codes``), exact to rounding: the start of
     the folds of :meth:`GLRUCrossValidator._fit_learned` and its ``estimator_``. One row per
-    class with three classes or more (multinomial: symmetric, as scikit-learn's)."""
+    class with three classes or more (multinomial: symmetric, as scikit-learn's). ``start``: a
+    (coef, intercept) of the same shapes to start from (the optimum at a neighbouring grid
+    point, on the same X), else zeros."""
+    shape = (X.shape[1],) if n_classes == 2 else (n_classes, X.shape[1])
+    coef, intercept = start if start is not None and start[0].shape == shape else (np.zeros(shape), np.zeros(shape[:-1]))
     if n_classes > 2 and model.multiclass == "multinomial":
         with blas_for(X):
-            return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept)
-    penalty, start = model.penalty_for(X.shape[0]), np.zeros(X.shape[1])
+            return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept, coef,
+                              intercept)
+    penalty = model.penalty_for(X.shape[0])
     with blas_for(X):
         solutions = [solve_held_out(X, np.where(codes == c, 1.0, -1.0), model.loss, penalty, model.fit_intercept,
-                                    start, 0.0, None, TOL_ROUNDING)  # solved, then polished to rounding
+                                    coef if n_classes == 2 else coef[c], float(intercept if n_classes == 2 else
+                                                                                 intercept[c]),
+                                    None, TOL_ROUNDING)  # solved, then polished to rounding
                      for c in ([1] if n_classes == 2 else range(n_classes))]  # one-vs-rest: each class against the rest
     if n_classes == 2:
         return solutions[0]
