@@ -107,11 +107,26 @@ class Certificate:
             lower, upper = np.maximum(lower, box_lo), np.minimum(upper, box_hi)
         return lower, upper
 
+    def unshifted_decision_bounds(self, X_eval, box=True):
+        """The bounds of :meth:`decision_bounds` before an unpenalized intercept's bracket
+        [τ_lo, τ_hi] (:mod:`glru.intercept`) is added to them. NOT certified bounds on the decision
+        values, but narrower than the certified ones wherever the bracket holds 0, as it does at a
+        centre whose intercept is optimal for its coef (the bracket holds the optimal shift of
+        every coef in the ball, the centre's own among them): a sign they leave open, the
+        certified bounds leave open too. For skipping the bracket's passes over the rows where
+        they cannot decide anything (a solver's checks take that intercept)."""
+        X_eval = check_X(X_eval, name="X_eval", n_features=self.n_features)
+        if not self.fit_intercept:
+            return self.decision_bounds(X_eval, box=box)
+        return self._decision_bounds_with_intercept(X_eval, None, box)
+
     def _decision_bounds_with_intercept(self, X_eval, intercept, box):
+        """Certified bounds, the intercept's bracket from ``intercept`` ("fast" or "exact"), or
+        None: the bounds before it (:meth:`unshifted_decision_bounds`)."""
         n_eval = X_eval.shape[0]
         if not self.penalty.strong_convexity > 0:
             return np.full(n_eval, -np.inf), np.full(n_eval, np.inf)
-        tau_lo, tau_hi = self._intercept_shift(intercept)
+        tau_lo, tau_hi = self._intercept_shift(intercept) if intercept is not None else (0.0, 0.0)
         x_ref = self._intercept_data["x_ref"]
         r = self.radius
         dev_norms = _deviation_norms(X_eval, x_ref)

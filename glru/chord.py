@@ -23,7 +23,6 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from .anderson import ANDERSON_DEPTH, Anderson
-from .costs import factor_seconds, gram_seconds, product_seconds
 from .cross_validation import REFERENCE_SHIFT, REFRESH_MAX_FRACTION
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, margin_error
@@ -31,15 +30,11 @@ from .held_out import HeldOutOutcome, nonzero_counts
 from .newton_centres import weighted_gram
 from .problem import row_norms_sq
 from .semismooth import _curvatures, _line_search
+from .solver import hessian_is_cheap
 
 MAX_CHORD_STEPS = 12  # gradients; a fold of a9a.t with a StandardScaler is decided after 3–11
 MAX_REFRESHES = 8  # updates of the reference Hessian at the rows moved most
 REFRESH_SHIFT = 1.0  # νδ beyond which the reference is updated where the bounds stall (e^{νδ} ≈ 2.7)
-MAX_DIM = 512  # d̃ of the dense Hessian
-# estimated reference / product costs with a StandardScaler, 10-fold: a9a.t 140, mushrooms 212, w8a
-# 236, madelon.t (dense 540 × 501) 560, where four references cost 100–290 ms a fold against 27 ms
-# for trust-region Newton–CG, its Hessian well conditioned
-REFERENCE_PRODUCTS = 300
 # the bounds exist once γ = ‖g‖_{M⁻¹} < e^{−νδ}(1 − θ)/(νK); where that is within REACH of γ's
 # rounding floor √N·‖e‖ at the first reference, the fold would be solved to rounding level first,
 # and its margins moved by δ ≈ 3–7 from a stale reference shrink the target e^{νδ}-fold: a solve does
@@ -49,15 +44,9 @@ REACH = 1e3
 
 
 def chord_applies(problem):
-    """Whether the curvature theorem holds for ``problem`` (a loss with |ℓ‴| ≤ νℓ″, an L2
-    penalty) and a reference Hessian (a Gram matrix, its factor and the factor's inverse) costs
-    at most ``REFERENCE_PRODUCTS`` products with X (:mod:`glru.costs`)."""
-    penalty = problem.penalty
-    if not (penalty.kappa == 0 and penalty.lam > 0 and np.isfinite(problem.loss.self_concordance)):
-        return False
-    dim = problem.d + problem.fit_intercept
-    return dim <= MAX_DIM and \
-        gram_seconds(problem.X) + 2 * factor_seconds(dim) <= REFERENCE_PRODUCTS * product_seconds(problem.X)
+    """Whether the curvature theorem holds for ``problem`` (a loss with |ℓ‴| ≤ νℓ″) and a
+    reference Hessian is cheap (:func:`glru.solver.hessian_is_cheap`)."""
+    return np.isfinite(problem.loss.self_concordance) and hessian_is_cheap(problem)
 
 
 def chord_outcome(problem, coef, intercept, X_test, still_open):

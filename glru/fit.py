@@ -37,7 +37,7 @@ def fit(X, y, loss="logistic", lam=0.01, kappa=0.0, fit_intercept=False, *, tol=
     tol : float
         Relative duality gap (P − D)/P at which the solve stops.
     max_iter : int
-    solver : {"auto", "newton", "liblinear", "liblinear-dual", "semismooth", "l-bfgs-b"}
+    solver : {"auto", "newton", "liblinear", "liblinear-dual", "semismooth", "formed-newton", "l-bfgs-b"}
         See :mod:`glru.solver`.
     coef_init, intercept_init : warm start.
     stop_when : callable(Certificate) -> bool, optional

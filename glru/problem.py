@@ -16,7 +16,7 @@ from sklearn.utils.extmath import row_norms
 
 from .duality import (EPS, correlation_error, enforce_zero_sum, fenchel_young_gap, gamma, gap_allowance, margin_error,
                       sound_gap)
-from .newton_centres import weighted_gram
+from .newton_centres import GramPlan
 
 FINE_GAP_RANGE = 100.0  # see assemble_gap
 
@@ -31,6 +31,7 @@ class Problem:
         self.n, self.d = X.shape
         self._cache_key, self._cache_margins = None, None
         self._cache_curvature = None
+        self._cache_grad_key, self._cache_grad = None, None
 
     @cached_property
     def XT(self):
@@ -53,6 +54,11 @@ class Problem:
         for rows in row_slices(self.X):
             out[rows] = np.abs(self.X[rows]) @ v
         return out
+
+    @cached_property
+    def gram_plan(self):
+        """The :class:`~glru.newton_centres.GramPlan` of X̃ (made at the first :meth:`hessian`)."""
+        return GramPlan(self.X, self.fit_intercept)
 
     @cached_property
     def col_norms_sq(self):
@@ -137,16 +143,21 @@ class Problem:
         return self.loss.value(self.y, self.margins(w, b)).mean() + 0.5 * self.penalty.lam * (w @ w)
 
     def grad(self, z):
-        w, b = self.split(z)
-        g_u = self.loss.derivative(self.y, self.margins(w, b)) / self.n
-        g_w = self.XT @ g_u + self.penalty.lam * w
-        return np.append(g_w, g_u.sum()) if self.fit_intercept else g_w
+        """∇f(z), memoised on the last z (a copy each call): a solver's gap check at its iterate
+        reads the gradient the solver has just evaluated there."""
+        key = z.tobytes()
+        if key != self._cache_grad_key:
+            w, b = self.split(z)
+            g_u = self.loss.derivative(self.y, self.margins(w, b)) / self.n
+            g_w = self.XT @ g_u + self.penalty.lam * w
+            self._cache_grad_key, self._cache_grad = key, np.append(g_w, g_u.sum()) if self.fit_intercept else g_w
+        return self._cache_grad.copy()
 
     def hessian(self, curvatures):
         """The Hessian (1/n)X̃ᵀDX̃ + λP as a dense (d̃, d̃) array for the mean-form row weights
         ``curvatures`` = ℓ''(x̃_i·z)/n: for a few hundred features (a d̃ × d̃ factorization is
         cheap there)."""
-        hessian = weighted_gram(self.X, curvatures, self.fit_intercept)
+        hessian = self.gram_plan(curvatures)
         penalized = np.arange(self.d)  # the intercept is not penalized
         hessian[penalized, penalized] += self.penalty.lam
         return hessian

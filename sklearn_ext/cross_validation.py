@@ -31,8 +31,9 @@ from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_res
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.one_vs_rest import cross_validate_one_vs_rest
+from glru.problem import Problem
 from glru.ridge import held_out_predictions
-from glru.solver import solve_held_out
+from glru.solver import hessian_is_cheap, solve_held_out
 
 from ._adapters import (Unsupported, affine_scaling, is_ridge, learns_from_rows, linear_model, model_input,
                         pipeline_steps, ridge_alpha, split_pipeline)
@@ -385,11 +386,15 @@ def _exact_fit(model, X, codes, n_classes, start=None):
             return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept, coef,
                               intercept)
     penalty = model.penalty_for(X.shape[0])
-    with blas_for(X):
+    # Newton steps with the Hessian formed where it is cheap, as the folds take them (glru.fold_refit.fold_method:
+    # w8a standardized 0.8 s against 1.9 s by Newton–CG until its products ran out)
+    problem = Problem(X, np.where(codes == 1, 1.0, -1.0), model.loss, penalty, model.fit_intercept)
+    method = "formed-newton" if hessian_is_cheap(problem) else "auto"
+    with blas_for(X):  # (solved, then polished to rounding)
         solutions = [solve_held_out(X, np.where(codes == c, 1.0, -1.0), model.loss, penalty, model.fit_intercept,
                                     coef if n_classes == 2 else coef[c], float(intercept if n_classes == 2 else
                                                                                  intercept[c]),
-                                    None, TOL_ROUNDING)  # solved, then polished to rounding
+                                    None, TOL_ROUNDING, method)
                      for c in ([1] if n_classes == 2 else range(n_classes))]  # one-vs-rest: each class against the rest
     if n_classes == 2:
         return solutions[0]
