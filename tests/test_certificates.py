@@ -10,7 +10,7 @@ interval, and must contain the reference value up to that interval's width.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import glru
@@ -217,3 +217,27 @@ def test_dual_domain_sums_of_sparse_and_dense_rows_agree(seed, n, d, loss, densi
     for sums in (from_sparse, dual_domain_terms(halves, loss, y)):
         for key, value in from_dense.items():
             np.testing.assert_allclose(sums[key], value, rtol=1e-12, atol=1e-12, err_msg=key)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(10, 80), d=st.integers(1, 12), log_lam=st.floats(-4, 0),
+       sparse=st.booleans(), steps=st.integers(0, 3))
+def test_unshifted_decision_bounds_lie_within_the_certified_ones(seed, n, d, log_lam, sparse, steps):
+    """At a centre whose intercept is optimal for its coef (a solver's checks take it), the
+    bounds before the intercept's bracket are narrower than the certified bounds: a sign they
+    leave open, the certified bounds leave open too (SignsDecided's first test)."""
+    from glru.certificate import certificate_at
+    from glru.losses import Logistic
+    from glru.penalties import L2
+    from glru.problem import Problem
+    from glru.solver import optimal_intercept
+
+    X, y = random_problem(seed, n, d, "logistic", sparse=sparse)
+    problem = Problem(X[: n - 3], y[: n - 3], Logistic(), L2(10.0 ** log_lam), True)
+    coef = np.random.default_rng(seed).standard_normal(d) * 0.3 * steps  # anywhere, the optimum's neighbourhood too
+    intercept = optimal_intercept(problem, coef, 0.0)
+    cert = certificate_at(problem, coef, intercept)
+    lower, upper = cert.decision_bounds(X[n - 3:], intercept="exact")
+    inner_lower, inner_upper = cert.unshifted_decision_bounds(X[n - 3:])
+    tolerance = 1e-9 * (1 + np.abs(inner_lower) + np.abs(inner_upper))
+    assert np.all(lower <= inner_lower + tolerance) and np.all(inner_upper <= upper + tolerance)

@@ -66,3 +66,19 @@ def test_chunked_sparse_products_accumulate():
     weights = np.random.default_rng(6).standard_normal(30_000)
     np.testing.assert_allclose(weighted_gram(X, weights, False), _expected(X.toarray(), weights, False, None),
                                rtol=0, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), d=st.integers(1, 40), fit_intercept=st.booleans(),
+       sparse=st.booleans())
+def test_property_gram_plan_equals_weighted_gram(seed, n, d, fit_intercept, sparse):
+    """A GramPlan (rows split and the sparse rows' transpose kept once) gives weighted_gram's
+    matrix for every weights it is called with, rows of mixed length, either sign."""
+    X, dense = _rows_of_mixed_length(seed, n, d)
+    plan = newton_centres.GramPlan(X if sparse else dense, fit_intercept)
+    rng = np.random.default_rng(seed + 2)
+    for _ in range(2):
+        weights = rng.standard_normal(n)
+        expected = _expected(dense, weights, fit_intercept, None)
+        scale = 1.0 + np.abs(_expected(np.abs(dense), np.abs(weights), fit_intercept, None))
+        np.testing.assert_allclose(plan(weights), expected, rtol=0, atol=1e-12 * scale.max())

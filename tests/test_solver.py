@@ -185,6 +185,7 @@ def test_early_exit_predicate_false_runs_to_tolerance():
     ("liblinear-dual", "logistic", {}, "liblinear-dual"),
     ("semismooth", "logistic", {}, "semismooth"),
     ("semismooth", "squared_hinge", dict(kappa=0.1), "semismooth"),
+    ("formed-newton", "logistic", dict(kappa=0.1), "formed-newton"),
 ], ids=repr)
 def test_solver_rejects_what_it_cannot_solve(solver, loss, options, match):
     X, y = random_problem(11, 50, 4, loss)
@@ -210,6 +211,53 @@ def test_auto_follows_the_benchmark():
     assert glru.fit(X, y, lam=0.1, kappa=0.01).solver_ == "l-bfgs-b"
     wide, y = random_problem(13, 60, SEMISMOOTH_CHEAP_DIM + 1, "logistic", sparse=True, density=0.02)
     assert glru.fit(wide, y, loss="squared_hinge", lam=0.1).solver_ == "newton"
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared", "squared_hinge"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_formed_newton_reaches_the_optimum(loss, fit_intercept, sparse):
+    """Damped Newton steps with the Hessian formed at each, any loss with an L2 penalty: the
+    optimum trust-region Newton reaches, from a cold start and from a neighbouring one."""
+    X, y = random_problem(19, 200, 15, loss, sparse=sparse)
+    ref = glru.fit(X, y, loss=loss, lam=1e-3, fit_intercept=fit_intercept, tol=1e-13, solver="newton")
+    for start in (None, glru.fit(X, y, loss=loss, lam=3e-3, fit_intercept=fit_intercept, tol=1e-8)):
+        ours = glru.fit(X, y, loss=loss, lam=1e-3, fit_intercept=fit_intercept, tol=1e-12, solver="formed-newton",
+                        coef_init=None if start is None else start.coef_,
+                        intercept_init=0.0 if start is None else start.intercept_)
+        assert ours.converged_ and ours.relative_gap() <= 1e-12 and ours.solver_.startswith(
+            "semismooth" if loss == "squared_hinge" else "formed-newton")
+        radius = np.sqrt(2 * (ours.gap() + ref.gap()) / 1e-3)
+        assert np.linalg.norm(np.append(ours.coef_ - ref.coef_, ours.intercept_ - ref.intercept_)) <= 2 * radius + 1e-12
+
+
+def test_line_search_extends_a_whole_step_into_the_logistic_tail():
+    """Where the logistic loss's tail makes Newton's quadratic model stop short (a separable
+    direction, tiny λ), the step is extended past 1 to φ's minimizer: φ'(t) ≈ 0 there and φ is
+    lower than after the whole step; near the optimum a step stays whole."""
+    from glru.losses import Logistic
+    from glru.penalties import L2
+    from glru.problem import Problem
+    from glru.semismooth import _curvatures, _search
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((200, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)  # separable along the first column
+    problem = Problem(X, y, Logistic(), L2(1e-6), False)
+    z = np.array([2.0, 0.0, 0.0])
+    gradient = problem.grad(z)
+    step = -np.linalg.solve(problem.hessian(_curvatures(problem, z)), gradient)
+    t, resolved = _search(problem, z, step, float(gradient @ step))
+    assert resolved and t > 1.5
+    assert problem.fun(z + t * step) < problem.fun(z + step)
+    moved = problem.grad(z + t * step) @ step
+    assert abs(moved) <= 1e-3 * abs(gradient @ step)
+    solved = glru.fit(X[:, 1:], y, lam=1e-2, tol=1e-14, solver="newton").problem  # (a non-separable problem)
+    fit = glru.fit(X[:, 1:], y, lam=1e-2, tol=1e-6, solver="newton")
+    z = fit.coef_
+    gradient = solved.grad(z)
+    step = -np.linalg.solve(solved.hessian(_curvatures(solved, z)), gradient)
+    assert _search(solved, z, step, float(gradient @ step)) == (1.0, True)
 
 
 def scaled_problem(seed, n, d, sparse):
