@@ -33,7 +33,7 @@ from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.problem import Problem
 from glru.ridge import held_out_predictions
-from glru.solver import hessian_is_cheap, solve_held_out
+from glru.solver import hessian_is_cheap, solve, solve_held_out
 
 from ._adapters import (Unsupported, affine_scaling, is_ridge, learns_from_rows, linear_model, model_input,
                         pipeline_steps, ridge_alpha, split_pipeline)
@@ -125,10 +125,11 @@ class GLRUCrossValidator(BaseEstimator):
     def _fit(self, X, y, groups=None, result=None, refit=True, previous=None, train_scores=False):
         """:meth:`fit`; ``result`` is the binary engine's result when already computed (by
         :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model). Without ``refit``
-        (:func:`cross_val_score`, which returns the scores only) a fallback does not fit
-        ``estimator_``. ``previous``: for steps that learn from the training rows, the full fit
+        (:func:`cross_val_score` and a grid point of the search, which need the scores only) neither
+        a fallback nor steps that learn from the training rows fit ``estimator_`` (None), and the
+        latter's full fit, the folds' start, is solved only to ``START_TOL``. ``previous``: for steps that learn from the training rows, the full fit
         and each trainable fold's solution at a neighbouring grid point (``_solutions`` of the
-        validator that computed it; starts, see :func:`_exact_fit` and
+        validator that computed it; starts, see :func:`_full_fit` and
         :func:`_refit_learned_fold`). ``train_scores``
         (steps that learn from the training rows only): also ``_train_scores``, each fold's exact
         model scored on its training rows, as GridSearchCV's ``return_train_score``."""
@@ -235,7 +236,7 @@ class GLRUCrossValidator(BaseEstimator):
         codes = np.searchsorted(classes, y)
         full_pre, X_full = full
         previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
-        start = _exact_fit(model, X_full, codes, classes.size, previous_full)
+        start = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
         fitted = time.perf_counter()
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
@@ -247,7 +248,7 @@ class GLRUCrossValidator(BaseEstimator):
             return self._fall_back(X, y, splits, str(failed), refit, train_scores)
         self.fallback_reason_ = None
         n_features = X_full.shape[1] - (model.intercept_scaling is not None)
-        self.estimator_ = self._assemble(full_pre, model.fitted(*start, classes, n_features))
+        self.estimator_ = self._assemble(full_pre, model.fitted(*start, classes, n_features)) if refit else None
         fold_models = [self._assemble(steps, model.fitted(outcome.coef, outcome.intercept, classes if classes.size == 2
                                                           else classes[outcome.classes], n_features))
                        if need == "values" or train_scores else None for steps, outcome in results]
@@ -373,12 +374,15 @@ def _transformed(preprocessing, model, X, y, rows):
         return _StepFailed(error)
 
 
-def _exact_fit(model, X, codes, n_classes, start=None):
-    """(coef, intercept) of ``model`` on (X, class ``codes``), exact to rounding: the start of
-    the folds of :meth:`GLRUCrossValidator._fit_learned` and its ``estimator_``. One row per
-    class with three classes or more (multinomial: symmetric, as scikit-learn's). ``start``: a
-    (coef, intercept) of the same shapes to start from (the optimum at a neighbouring grid
-    point, on the same X), else zeros."""
+def _full_fit(model, X, codes, n_classes, start=None, exact=True):
+    """(coef, intercept) of ``model`` on (X, class ``codes``): the start of the folds of
+    :meth:`GLRUCrossValidator._fit_learned`, and, ``exact`` to rounding, its ``estimator_``;
+    otherwise (no ``estimator_`` asked for: :func:`cross_val_score`, a grid point of
+    :class:`~sklearn_ext.GLRUSearchCV`) solved to the relative gap ``START_TOL`` only, far closer
+    to the full optimum than any fold's optimum is. One row per class with three classes or more
+    (multinomial: symmetric, as scikit-learn's, and always exact). ``start``: a (coef,
+    intercept) of the same shapes to start from (the optimum at a neighbouring grid point, on
+    the same X), else zeros."""
     shape = (X.shape[1],) if n_classes == 2 else (n_classes, X.shape[1])
     coef, intercept = start if start is not None and start[0].shape == shape else (np.zeros(shape), np.zeros(shape[:-1]))
     if n_classes > 2 and model.multiclass == "multinomial":
@@ -388,17 +392,24 @@ def _exact_fit(model, X, codes, n_classes, start=None):
     penalty = model.penalty_for(X.shape[0])
     # Newton steps with the Hessian formed where it is cheap, as the folds take them (glru.fold_refit.fold_method:
     # w8a standardized 0.8 s against 1.9 s by Newton–CG until its products ran out)
-    problem = Problem(X, np.where(codes == 1, 1.0, -1.0), model.loss, penalty, model.fit_intercept)
-    method = "formed-newton" if hessian_is_cheap(problem) else "auto"
-    with blas_for(X):  # (solved, then polished to rounding)
-        solutions = [solve_held_out(X, np.where(codes == c, 1.0, -1.0), model.loss, penalty, model.fit_intercept,
-                                    coef if n_classes == 2 else coef[c], float(intercept if n_classes == 2 else
-                                                                                 intercept[c]),
-                                    None, TOL_ROUNDING, method)
-                     for c in ([1] if n_classes == 2 else range(n_classes))]  # one-vs-rest: each class against the rest
+    method = "formed-newton" if hessian_is_cheap(Problem(X, codes, model.loss, penalty, model.fit_intercept)) \
+        else "auto"
+
+    def solved(c):  # one-vs-rest: each class against the rest
+        targets, at = np.where(codes == c, 1.0, -1.0), (coef if n_classes == 2 else coef[c],
+                                                        float(intercept if n_classes == 2 else intercept[c]))
+        if exact:  # (solved, then polished to rounding)
+            return solve_held_out(X, targets, model.loss, penalty, model.fit_intercept, *at, None, TOL_ROUNDING, method)
+        rough = solve(Problem(X, targets, model.loss, penalty, model.fit_intercept), *at, tol=START_TOL, method=method)
+        return rough.coef, rough.intercept
+    with blas_for(X):
+        solutions = [solved(c) for c in ([1] if n_classes == 2 else range(n_classes))]
     if n_classes == 2:
         return solutions[0]
     return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
+
+
+START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,

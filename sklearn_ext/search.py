@@ -472,7 +472,8 @@ class _Grid:
             validator = GLRUCrossValidator(
                 estimator, cv=self.splits, scoring=self.scoring, n_jobs=self.search.n_jobs,
                 verbose=self.engine["verbose"], pre_dispatch=self.search.pre_dispatch,
-                error_score=self.search.error_score)._fit(self.X, self.y, result=result, previous=self.previous,
+                error_score=self.search.error_score)._fit(self.X, self.y, result=result, refit=False,
+                                                          previous=self.previous,
                                                           train_scores=self.learned and table.train is not None)
             self.previous = getattr(validator, "_solutions", None)
             total = time.perf_counter() - started
