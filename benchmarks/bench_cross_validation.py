@@ -11,8 +11,9 @@ Reproduce (from the repository root, with ../shared/data present):
 
 K-fold rows report the median of ``--repeats`` interleaved runs of each computation.
 
-Every configuration is run in this one process, one after the other, and reported as ratios
-of wall-clock times measured here. Peak memory is Python-tracked allocations (tracemalloc,
+glru is ``sklearn_ext.cross_val_score``, the drop-in, against ``sklearn.model_selection.cross_val_score``
+with the same estimator, splits and defaults. Every configuration is run in this one process, one
+after the other, and reported as ratios of wall-clock times measured here. Peak memory is Python-tracked allocations (tracemalloc,
 which sees NumPy's buffers) of the same call. "agree" counts folds whose score equals
 scikit-learn's; scikit-learn stops at its default tol, so a disagreement means one of its fits
 was not at the optimum (glru's scores are those of exact refits, see tests/). For K-fold rows
@@ -30,7 +31,7 @@ import scipy.sparse as sp
 import sklearn
 from liblinear import liblinearutil
 from sklearn.base import clone
-from sklearn.datasets import load_iris, load_svmlight_file, load_wine
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_svmlight_file, load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.model_selection import cross_val_score as sklearn_cross_val_score
@@ -41,7 +42,7 @@ from sklearn.svm import LinearSVC
 import _common
 from _common import DATA
 from glru.datasets import load_arcene
-from sklearn_ext import GLRUCrossValidator
+from sklearn_ext import GLRUCrossValidator, cross_val_score
 
 
 def timed(function, memory=False):
@@ -68,14 +69,17 @@ def liblinear_cv(X, y, estimator, folds):
 
 
 def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
-    """One table row. With ``repeats`` > 1 the three computations are run that many times in
-    turn (glru, scikit-learn, LIBLINEAR, glru, ...) and each time is the median of its runs:
-    sub-second timings on a shared machine move by ±30 % from one run to the next. A Pipeline
-    (steps that learn from each fold's training rows) has no LIBLINEAR counterpart."""
+    """One table row: glru's drop-in ``cross_val_score`` against scikit-learn's. With ``repeats``
+    > 1 the three computations are run that many times in turn (glru, scikit-learn, LIBLINEAR,
+    glru, ...) and each time is the median of its runs: sub-second timings on a shared machine
+    move by ±30 % from one run to the next. The counts (certified, retrained) are those of a
+    ``GLRUCrossValidator`` fit of the same splits, untimed (it also fits ``estimator_`` on all
+    rows, as GridSearchCV's refit does). A Pipeline (steps that learn from each fold's training
+    rows) has no LIBLINEAR counterpart."""
     final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     runs = [[], [], []]
     for _ in range(repeats):
-        validator, t, _ = timed(lambda: GLRUCrossValidator(estimator, cv=cv).fit(X, y))
+        scores, t, _ = timed(lambda: cross_val_score(estimator, X, y, cv=cv))
         runs[0].append(t)
         reference, t, _ = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv))
         runs[1].append(t)
@@ -84,8 +88,10 @@ def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
     t_glru, t_sk = (float(np.median(r)) for r in runs[:2])
     t_ll = float(np.median(runs[2])) if runs[2] else np.nan
     if memory:  # separate runs: tracing allocations slows both down
-        m_glru = timed(lambda: GLRUCrossValidator(estimator, cv=cv).fit(X, y), memory=True)[2]
+        m_glru = timed(lambda: cross_val_score(estimator, X, y, cv=cv), memory=True)[2]
         m_sk = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv), memory=True)[2]
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert np.array_equal(validator.scores_, scores)
     agree = int(np.sum(validator.scores_ == reference))
     row = (f"| {name} | {final.fit_intercept} | {validator.scores_.mean():.4f} | {agree}/{len(reference)} | "
            f"{validator.n_certified_} | {validator.n_retrained_} | {t_glru:.2f} | {t_sk:.2f} | "
@@ -147,12 +153,16 @@ def shapes():
 
 def pipeline_sets():
     """(name, X, y, cv) for the Pipeline rows: shared data 10-fold (sparse ones scaled without
-    centring, as StandardScaler requires), and two small multiclass sets, leave-one-out."""
+    centring, as StandardScaler requires), two small multiclass sets leave-one-out, and
+    scikit-learn's own breast_cancer (binary) and digits (ten classes, multinomial), 5-fold as
+    its examples run them."""
     for data in ("madelon.t.gz", "a9a.t.gz", "mushrooms.gz", "w8a.gz"):
         X, y = load_svmlight_file(str(DATA / data))
         yield f"{data[:-3]} 10-fold", X.toarray() if data.startswith("madelon") else X.tocsr(), y, StratifiedKFold(10)
     for loader in (load_iris, load_wine):
         yield f"{loader.__name__[5:]} LOO", *loader(return_X_y=True), LeaveOneOut()
+    for loader in (load_breast_cancer, load_digits):
+        yield f"{loader.__name__[5:]} 5-fold", *loader(return_X_y=True), StratifiedKFold(5)
 
 
 def main(argv=None):
