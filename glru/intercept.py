@@ -213,6 +213,8 @@ def _certify(bound, tau, below, width):
         value, tol = bound(point)
         if (value < -tol) if below else (value > tol):
             return point
+        if width > np.finfo(float).max / 8:  # a crossing near overflow (an intercept of 1e298 at a
+            return None  # candidate's start in stepwise selection): no finite width certifies it
         width *= 4.0
     return None
 

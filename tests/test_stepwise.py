@@ -118,6 +118,8 @@ def test_backward_auto_keeps_everything_when_every_removal_hurts():
 # (label 0); the intersection of its two certificates dropped their zero band, and its rounding
 # residue, 1.7e-16, was read as positive
 @example(seed=40, n=24, d=2, C=1.0, fit_intercept=True, svc=False, sparse=True, forward=False, kfold=False)
+# a candidate's start with an intercept near 1e298: the exact intercept bracket's widening overflowed
+@example(seed=477, n=24, d=2, C=96.5, fit_intercept=True, svc=False, sparse=False, forward=False, kfold=True)
 # a candidate's Newton step with an intercept curvature near 0 (C = 57, one feature left) moved
 # its intercept to -1.8e24: the solve from there saw infinite held-out bounds
 @example(seed=167, n=26, d=4, C=57.0, fit_intercept=True, svc=False, sparse=False, forward=False, kfold=False)
