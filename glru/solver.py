@@ -305,8 +305,10 @@ FORMED_MIN_PRODUCTS = 50
 FORMED_MAX_DIM = 2048  # the formed Hessian is a d̃ × d̃ array (32 MiB at this size)
 # products an iteration from which Newton–CG counts as ill-conditioned: 60 random logistic problems (up
 # to 3000 × 300, columns over four decades, separable or not, lam 1e-7 to 0.1) took 4.7 s by
-# Newton–CG alone, 4.4 s with the switch at any rate, 3.4 s from 10, 2.6 s from 20 (42 → 32 switched);
-# standardized a9a.t and w8a 10-fold kept their gains at 20 and lost them at 40
+# Newton–CG alone, 4.4 s with the switch at any rate, 3.4 s from 10, 2.6 s from 20 on average (42 → 32
+# switched); standardized a9a.t and w8a 10-fold kept their gains at 20 and lost them at 40. Switching
+# also at the first iteration of 20 (with the extended line search of the formed steps): 5.3 → 3.8–4.6 s
+# on another machine, Newton–CG alone 7.5–9.4 s there (benchmarks/bench_formed_newton.py)
 ILL_CONDITIONED_PRODUCTS = 20
 
 
@@ -342,7 +344,8 @@ _TRUST_NCG_BUDGET = 200
 def _run_scipy(problem, monitor, method, max_iter, max_products=None):
     """Run a SciPy Hessian-free Newton method from the monitor's best point until the monitor
     says stop or, given ``max_products``, once that many Hessian-vector products are spent at
-    ``ILL_CONDITIONED_PRODUCTS`` or more an iteration (many CG iterations a step: an
+    ``ILL_CONDITIONED_PRODUCTS`` or more an iteration, on average or in the current one (many CG
+    iterations a step: an
     ill-conditioned Hessian, which factoring it cures; few a step is a long way to go, where it
     does not); returns the number of iterations. trust-ncg is restarted if its trust region
     collapses near the optimum."""
@@ -374,6 +377,7 @@ def _run_scipy(problem, monitor, method, max_iter, max_products=None):
             break
         if res.status == 99 or iterations >= max_iter or monitor.check(*problem.split(res.x)):
             break
+    monitor.check_skipped()  # (where the products ran out at an iterate whose check was skipped)
     return iterations
 
 
