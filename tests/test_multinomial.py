@@ -366,6 +366,34 @@ def test_certificates_sparse_and_weak_regularization():
     assert n >= 0.8 * X_eval.shape[0]
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("centre", ["solution", "old optimum"])
+def test_candidate_pools_keep_the_narrowest_rows(fit_intercept, centre):
+    """``candidates=q`` ranks only the pools of :meth:`MultinomialCertificate._candidate_pools`:
+    for every pair (k̂, l ≠ k̂) its bounds are as tight as those through the q narrowest rows
+    among all training rows (ranked here by brute force), and still contain the refit. At the
+    refit itself (r_P at rounding level) the pools are a small part of the rows."""
+    old, new, X_eval = _certificate_case(0.1, fit_intercept, list(range(40, 55)))
+    problem = new.problem
+    coef, intercept = (new.coef, new.intercept) if centre == "solution" else (old.coef, old.intercept)
+    cert = MultinomialCertificate(problem, coef, intercept)
+    q, K = 2, problem.K
+    lower, upper = cert.pairwise_bounds(X_eval, candidates=q)
+    assert _contains(lower, upper, _differences(X_eval, new.coef, new.intercept)[0])
+    top = (X_eval @ cert.coef.T + cert.intercept).argmax(axis=1)
+    with np.errstate(invalid="ignore"):
+        width = -cert.log_ratio_lower - cert.log_ratio_lower.transpose(0, 2, 1)
+    for m in range(X_eval.shape[0]):
+        k = top[m]
+        score = 2 * np.sqrt(2) * cert.primal_radius * cert._distances(X_eval[m:m + 1])[0][:, None] + width[:, k, :]
+        others = [l for l in range(K) if l != k]
+        rows = np.unique(np.argpartition(score[:, others], q - 1, axis=0)[:q])
+        brute = cert.pairwise_bounds(X_eval[m:m + 1], candidates=rows)[0][0]
+        assert np.all(lower[m, k, others] >= brute[k, others] - 1e-12)
+    pools = [pool.size for _, pool, _ in cert._candidate_pools(X_eval, top, q)]
+    if centre == "solution":
+        assert max(pools) < problem.n / 2
+
 def test_too_narrow_regions_are_detected():
     """The containment checks above can fail: shrinking the radii 20-fold makes them fail."""
     old, new, X_eval = _certificate_case(0.1, True, [7])
