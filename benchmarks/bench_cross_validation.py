@@ -9,6 +9,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --shapes               # synthetic shapes only (~5 min)
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipelines            # StandardScaler Pipelines only
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical              # scikit-learn's own data, defaults
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical --only digits   # its rows on digits
 
 K-fold rows report the median of ``--repeats`` interleaved runs of each computation.
 
@@ -77,7 +78,10 @@ def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
     move by ±30 % from one run to the next. The counts (certified, retrained) are those of a
     ``GLRUCrossValidator`` fit of the same splits, untimed (it also fits ``estimator_`` on all
     rows, as GridSearchCV's refit does). A Pipeline (steps that learn from each fold's training
-    rows) has no LIBLINEAR counterpart, nor (``liblinear_folds`` None) a multinomial model."""
+    rows) has no LIBLINEAR counterpart, nor (``liblinear_folds`` None) a multinomial model. Rows
+    whose task does not contain ``--only`` are skipped."""
+    if ONLY is not None and ONLY not in name:
+        return
     final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     runs = [[], [], []]
     for _ in range(repeats):
@@ -183,7 +187,11 @@ def typical_sets():
         yield loader.__name__[5:], *loader(return_X_y=True)
 
 
+ONLY = None  # main's --only
+
+
 def main(argv=None):
+    global ONLY
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--kfold-only", action="store_true", help="only the K-fold rows (a9a.t; the others unless --quick)")
@@ -194,7 +202,9 @@ def main(argv=None):
     parser.add_argument("--typical", action="store_true",
                         help="only scikit-learn's own data at the defaults (LogisticRegression, with a StandardScaler, "
                              "and LinearSVC after one), 5- and 10-fold")
+    parser.add_argument("--only", metavar="TEXT", help="only the rows whose task contains TEXT")
     args = parser.parse_args(argv)
+    ONLY = args.only
     print(f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
           f"{platform.processor() or platform.machine()}")
     print("| task | intercept | glru score | agree with sklearn | certified | retrained | glru s | sklearn s | "
