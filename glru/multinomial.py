@@ -760,6 +760,8 @@ class MultinomialCertificate:
         L_log = self.log_ratio_lower
         with np.errstate(invalid="ignore"):
             pair_width = -L_log - L_log.transpose(0, 2, 1)                # (n, K, K), NaN-free where finite
+        # (1.01: above the rounding and widening of the distances _route computes; a row pruned by a
+        # too-small reach would only loosen the bounds, never make them unsound)
         reach = 2 * _SQRT2 * self.primal_radius * 1.01 * (np.sqrt(row_norms_sq(X_eval).max(initial=0.0))
                                                           + self.problem.row_norms)
         for k in np.unique(top):
