@@ -692,7 +692,8 @@ class _Engine:
         previous, ratio, floors = {}, {}, {k: floor for k, (_, floor) in radii.items()}
         anderson = {k: Anderson(ANDERSON_DEPTH) for k in active}
         # folds taking Newton–CG steps (from the start where they have no factorization for chord
-        # steps): the gradient norm their forcing terms are relative to (None: the first one's)
+        # steps): the gradient norm and forcing term of their last step (None before the first),
+        # from which the next forcing term follows (see _forcing_terms)
         newton = {k: None for k in active if solvers[k] is None}
         polishing = {}  # of those, the ones at the objective's rounding level (see _newton_cg_steps)
         # of those, the certified radius per unit gradient norm seen last, and the gradient norm at
@@ -734,7 +735,6 @@ class _Engine:
                     gradient_at[k] = np.linalg.norm(gradient)
                     if newton[k] is None and k not in previous and np.isfinite(radii[k][0]):
                         per_gradient[k] = radii[k][0] / gradient_at[k]  # certified at this centre
-                    newton[k] = newton[k] or gradient_at[k]
                     pending.append((k, z, gradient, margins))
                     if len(pending) == self.checker.block:
                         take_newton_steps()
@@ -764,9 +764,9 @@ class _Engine:
                 at_rounding = size <= 4 * EPS * (1.0 + np.linalg.norm(z))
                 stopped = size > CHORD_CONTRACTION * previous.get(k, np.inf)
                 if stopped and not at_rounding and self._newton_cg_applies(k):
-                    newton[k] = np.linalg.norm(gradient)
-                    if newton[k] > gradient_norms[k]:  # the last chord step went astray: back to its start
-                        newton[k], moves[k] = gradient_norms[k], anderson[k].points[-1]
+                    newton[k] = None
+                    if np.linalg.norm(gradient) > gradient_norms[k]:  # the last chord step went astray:
+                        moves[k] = anderson[k].points[-1]  # back to its start
                     else:
                         pending.append((k, z, gradient, margins))
                 elif at_rounding or stopped:
@@ -823,8 +823,8 @@ class _Engine:
     def _newton_cg_steps(self, pending, newton, polishing, loose=None):
         """(k, z, margins, step) for the folds ``pending`` = [(k, z, gradient, margins)]: damped
         Newton–CG steps from z, all at once (:class:`glru.fold_steps.FoldBlock`), each CG solve
-        accurate to the forcing term min(½, √(‖g‖/‖g₀‖)), g₀ the gradient where the fold began
-        these steps (``newton[k]``): superlinear convergence; but no finer than ``loose[k]``, what
+        accurate to a forcing term that follows the fold's last step (``newton[k]``, see
+        :func:`_forcing_terms`): superlinear convergence; but no finer than ``loose[k]``, what
         the fold's held-out signs need (:meth:`_needed_forcing`). Once the decrease −gᵀs a step
         predicts is below the objective's rounding, no step length can be judged by the
         objective: the fold's steps are then taken whole while they shrink its gradient, as
@@ -850,7 +850,7 @@ class _Engine:
                           np.array([self.folds[k].n_train * self.penalty_for(self.folds[k].n_train).lam for k in ks]),
                           self.rough)
         norms = np.linalg.norm(G, axis=0)
-        forcing = np.minimum(0.5, np.sqrt(norms / np.array([newton[k] for k in ks])))
+        forcing = _forcing_terms(norms, [newton[k] for k in ks])
         # no finer than the fold's held-out signs need (``loose``: :meth:`_needed_forcing`)
         forcing = np.maximum(forcing, np.minimum(0.5, [(loose or {}).get(k, 0.0) for k in ks]))
         # a polishing step only has to show whether the gradient still shrinks: a hundredfold
@@ -858,6 +858,7 @@ class _Engine:
         polishing_now = np.array([k in polishing for k in ks])
         forcing[polishing_now] = np.maximum(forcing[polishing_now], POLISH_FORCING)
         S = block.newton_steps(G, forcing)
+        newton.update(zip(ks, zip(norms, forcing)))
         polish = -np.einsum("ij,ij->j", G, S) <= 4 * EPS * np.abs(block.objective)
         S *= np.where(polish, 1.0, block.line_search(S, G))
         for j, (k, z, _, margins) in enumerate(going):
@@ -884,6 +885,27 @@ class _Engine:
             print(f"[glru cross-validation] {message}", flush=True)
 
 
+def _forcing_terms(norms, last_steps):
+    """Forcing terms of Newton–CG steps at gradients of these ``norms``, each fold's from its last
+    step's (gradient norm, forcing term), or None before its first: Eisenstat and Walker's second
+    choice, η = γ(‖g‖/‖g_prev‖)^α, kept from falling faster than γη_prev^α while that is above
+    0.1, at most ``FORCING_MAX``. It tightens as fast as the steps contract the gradient, and
+    stays loose where they do not (a Hessian far from the model's). The rule it replaced,
+    min(½, √(‖g‖/‖g₀‖)), kept steps at η ≥ 0.3 until the gradient fell a tenfold, each step then
+    contracting it by about η: 10-fold logistic regression on sparse Gaussian 10000 × 1000 took
+    73 steps (314 products) where this takes 50 (261), 0.40 → 0.31 s; binary 5000 × 3000 90 → 54
+    steps, 0.96 → 0.69 s; 20–40 % fewer steps on the other shapes of
+    ``benchmarks/bench_cross_validation.py``, with products within ±10 %."""
+    eta = np.full(len(norms), FORCING_MAX)
+    for j, last in enumerate(last_steps):
+        if last is not None:
+            last_norm, last_eta = last
+            guard = EW_GAMMA * last_eta ** EW_ALPHA
+            eta[j] = min(FORCING_MAX, max(EW_GAMMA * (norms[j] / last_norm) ** EW_ALPHA, guard if guard > 0.1 else 0.0))
+    return eta
+
+
+FORCING_MAX, EW_GAMMA, EW_ALPHA = 0.5, 0.9, 2.0  # (α = 2, γ = 0.9: fewer steps than α = (1 + √5)/2 or γ = 0.5)
 SUBSAMPLE_STRIDE = 8  # the rough full fit's Hessians (curvature path) use every 8th row, if ≥ 4·d̃ rows remain
 HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then polish
 DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap
