@@ -8,6 +8,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --kfold-only           # a9a.t, its neighbours, others
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --shapes               # synthetic shapes only (~5 min)
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipelines            # StandardScaler Pipelines only
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipeline-shapes      # StandardScaler + LR on the shapes
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical              # scikit-learn's own data, defaults
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical --only digits   # its rows on digits
 
@@ -199,6 +200,9 @@ def main(argv=None):
     parser.add_argument("--shapes", action="store_true", help="only the synthetic shapes of shapes()")
     parser.add_argument("--pipelines", action="store_true",
                         help="only Pipelines whose StandardScaler learns from each fold's training rows")
+    parser.add_argument("--pipeline-shapes", action="store_true",
+                        help="only StandardScaler + LogisticRegression on the synthetic shapes and those of --shapes "
+                             "(sparse ones scaled without centring), 10-fold")
     parser.add_argument("--typical", action="store_true",
                         help="only scikit-learn's own data at the defaults (LogisticRegression, with a StandardScaler, "
                              "and LinearSVC after one), 5- and 10-fold")
@@ -227,6 +231,12 @@ def main(argv=None):
             for final in (LogisticRegression(C=1.0), LinearSVC(C=1.0)):
                 run(f"{name}, StandardScaler + {type(final).__name__}", X, y, make_pipeline(scaler, final), cv, None,
                     memory=False, repeats=args.repeats)
+        return
+    if args.pipeline_shapes:
+        for name, X, y in [*synthetic(), *shapes()]:
+            estimator = make_pipeline(StandardScaler(with_mean=not sp.issparse(X)), LogisticRegression(C=1.0))
+            run(f"{name} 10-fold, StandardScaler + LogisticRegression", X, y, estimator, StratifiedKFold(10), None,
+                memory=False, repeats=args.repeats)
         return
     if args.shapes:
         for name, X, y in shapes():

@@ -47,7 +47,7 @@ from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
 from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, enforce_zero_sum, margin_error
-from .fold_steps import FoldBlock, single_precision
+from .fold_steps import FoldBlock, forcing_terms, single_precision
 from .held_out import HeldOutOutcome
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
@@ -693,7 +693,7 @@ class _Engine:
         anderson = {k: Anderson(ANDERSON_DEPTH) for k in active}
         # folds taking Newton–CG steps (from the start where they have no factorization for chord
         # steps): the gradient norm and forcing term of their last step (None before the first),
-        # from which the next forcing term follows (see _forcing_terms)
+        # from which the next forcing term follows (see glru.fold_steps.forcing_terms)
         newton = {k: None for k in active if solvers[k] is None}
         polishing = {}  # of those, the ones at the objective's rounding level (see _newton_cg_steps)
         # of those, the certified radius per unit gradient norm seen last, and the gradient norm at
@@ -824,7 +824,7 @@ class _Engine:
         """(k, z, margins, step) for the folds ``pending`` = [(k, z, gradient, margins)]: damped
         Newton–CG steps from z, all at once (:class:`glru.fold_steps.FoldBlock`), each CG solve
         accurate to a forcing term that follows the fold's last step (``newton[k]``, see
-        :func:`_forcing_terms`): superlinear convergence; but no finer than ``loose[k]``, what
+        :func:`glru.fold_steps.forcing_terms`): superlinear convergence; but no finer than ``loose[k]``, what
         the fold's held-out signs need (:meth:`_needed_forcing`). Once the decrease −gᵀs a step
         predicts is below the objective's rounding, no step length can be judged by the
         objective: the fold's steps are then taken whole while they shrink its gradient, as
@@ -850,7 +850,7 @@ class _Engine:
                           np.array([self.folds[k].n_train * self.penalty_for(self.folds[k].n_train).lam for k in ks]),
                           self.rough)
         norms = np.linalg.norm(G, axis=0)
-        forcing = _forcing_terms(norms, [newton[k] for k in ks])
+        forcing = forcing_terms(norms, [newton[k] for k in ks])
         # no finer than the fold's held-out signs need (``loose``: :meth:`_needed_forcing`)
         forcing = np.maximum(forcing, np.minimum(0.5, [(loose or {}).get(k, 0.0) for k in ks]))
         # a polishing step only has to show whether the gradient still shrinks: a hundredfold
@@ -885,27 +885,6 @@ class _Engine:
             print(f"[glru cross-validation] {message}", flush=True)
 
 
-def _forcing_terms(norms, last_steps):
-    """Forcing terms of Newton–CG steps at gradients of these ``norms``, each fold's from its last
-    step's (gradient norm, forcing term), or None before its first: Eisenstat and Walker's second
-    choice, η = γ(‖g‖/‖g_prev‖)^α, kept from falling faster than γη_prev^α while that is above
-    0.1, at most ``FORCING_MAX``. It tightens as fast as the steps contract the gradient, and
-    stays loose where they do not (a Hessian far from the model's). The rule it replaced,
-    min(½, √(‖g‖/‖g₀‖)), kept steps at η ≥ 0.3 until the gradient fell a tenfold, each step then
-    contracting it by about η: 10-fold logistic regression on sparse Gaussian 10000 × 1000 took
-    73 steps (314 products) where this takes 50 (261), 0.40 → 0.31 s; binary 5000 × 3000 90 → 54
-    steps, 0.96 → 0.69 s; 20–40 % fewer steps on the other shapes of
-    ``benchmarks/bench_cross_validation.py``, with products within ±10 %."""
-    eta = np.full(len(norms), FORCING_MAX)
-    for j, last in enumerate(last_steps):
-        if last is not None:
-            last_norm, last_eta = last
-            guard = EW_GAMMA * last_eta ** EW_ALPHA
-            eta[j] = min(FORCING_MAX, max(EW_GAMMA * (norms[j] / last_norm) ** EW_ALPHA, guard if guard > 0.1 else 0.0))
-    return eta
-
-
-FORCING_MAX, EW_GAMMA, EW_ALPHA = 0.5, 0.9, 2.0  # (α = 2, γ = 0.9: fewer steps than α = (1 + √5)/2 or γ = 0.5)
 SUBSAMPLE_STRIDE = 8  # the rough full fit's Hessians (curvature path) use every 8th row, if ≥ 4·d̃ rows remain
 HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then polish
 DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap

@@ -106,6 +106,18 @@ def fold_method(problem):
     return "formed-newton" if hessian_is_cheap(problem) else "auto"
 
 
+def steps_together_pay_off(problem):
+    """Whether the folds of ``problem``'s shape, each scaled its own way, are better started by
+    Newton–CG steps taken for all of them together (:func:`glru.fold_steps.scaled_fold_starts`,
+    products with the unscaled X shared by the folds) than each solved on its own: where a fold
+    would be solved by Newton–CG (:func:`fold_method` is "auto", and no chord steps apply) and
+    the loss is smooth. madelon.t with a StandardScaler, 10-fold: 0.16 s for all ten folds to a
+    relative gap of 1e-13, where SciPy's trust-region Newton–CG took 40–50 ms a fold (90–100
+    products each, one vector at a time)."""
+    return (type(problem.penalty) is L2 and np.isfinite(problem.loss.self_concordance)
+            and fold_method(problem) == "auto" and not chord_applies(problem))
+
+
 def outcome_at(problem, coef, intercept, X_test, solved=False):
     """The :class:`~glru.held_out.HeldOutOutcome` of ``problem``'s held-out rows ``X_test`` at
     (coef, intercept): the bounds certified there; with ``solved`` (the point is where a solve

@@ -13,7 +13,7 @@ import time
 import warnings
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn import model_selection
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, is_classifier
 from sklearn.exceptions import FitFailedWarning
@@ -27,7 +27,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, c
 from glru.blas import blas_for
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
-from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold
+from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold, steps_together_pay_off
+from glru.fold_steps import scaled_fold_starts
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.one_vs_rest import cross_validate_one_vs_rest
@@ -238,9 +239,14 @@ class GLRUCrossValidator(BaseEstimator):
         previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
         start = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
         fitted = time.perf_counter()
+        # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together
+        together = None if previous is not None or classes.size != 2 or effective_n_jobs(self.n_jobs) != 1 \
+            else _starts_together(preprocessing, model, X, y, codes, [splits[k][0] for k in trainable], start,
+                                  full_pre, X_full)
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
-                                         "values" if train_scores else need, previous_folds[j])
+                                         "values" if train_scores else need,
+                                         previous_folds[j] if together is None else together[j])
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -263,6 +269,9 @@ class GLRUCrossValidator(BaseEstimator):
                                                self.error_score)
         tests = [splits[k][1] for k in trainable]
         outcomes = [outcome for _, outcome in results]
+        if together is not None:  # (each fold was trained by those steps, decided at their point or not)
+            for outcome in outcomes:
+                outcome.solved = True
         self.n_certified_ = sum(test.size for test, outcome in zip(tests, outcomes) if not outcome.solved)
         self.n_retrained_ = sum(outcome.solved for outcome in outcomes)
         self._solutions = (start, [(outcome.coef, outcome.intercept) for outcome in outcomes])
@@ -412,12 +421,40 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True):
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
 
 
+def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full):
+    """Starts (coef, intercept) for the binary folds with training rows ``trains`` of a Pipeline
+    whose one step is a per-feature scaler (:func:`~sklearn_ext._adapters.affine_scaling`):
+    Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
+    from the full fit ``start`` carried over to each fold's scaling; None where that does not
+    pay off (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
+    old = affine_scaling(full_steps[-1])
+    targets = np.where(codes == 1, 1.0, -1.0)
+    if len(preprocessing.steps) != 1 or model.intercept_scaling is not None or old is None or not \
+            steps_together_pay_off(Problem(X_full, targets, model.loss, model.penalty_for(X_full.shape[0]),
+                                           model.fit_intercept)):
+        return None
+    X_in, n = check_X(X), X_full.shape[0]
+    scales, shifts, points, dropped, strengths = [], [], [], [], []
+    for train in trains:
+        new = affine_scaling(clone(preprocessing).fit(_safe_indexing(X, train), y[train])[-1])
+        coef, intercept = model.carried_over(*start, old, new)
+        scales.append(new[0]), shifts.append(new[1])
+        points.append(np.append(coef, intercept) if model.fit_intercept else coef)
+        dropped.append(np.setdiff1d(np.arange(n), train))
+        strengths.append(train.size * model.penalty_for(train.size).lam)
+    with blas_for(X_in):
+        Z = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
+                               np.column_stack(scales), np.column_stack(shifts), np.column_stack(points))
+    return [(z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0) for z in Z.T]
+
+
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
                         previous=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
-    dimensions agree, or (binary) from ``previous``, its solution at a neighbouring grid point,
-    if that has the smaller duality gap. Where the last step is a per-feature scaler, the full
+    dimensions agree, or (binary) from ``previous`` if that has the smaller duality gap: its
+    solution at a neighbouring grid point, or where its Newton–CG steps with the other folds
+    ended (:func:`_starts_together`). Where the last step is a per-feature scaler, the full
     fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
     same decision values): on leave-one-out its bounds then decide most held-out labels."""
     train, test = split

@@ -297,6 +297,49 @@ def test_property_pipeline_learning_from_the_training_rows(seed, n, d, C, svc, s
     np.testing.assert_array_equal(got[ok], exact_scores(estimator, X, y, _Only(cv, ok)))
 
 
+def _steps_taken_together(monkeypatch):
+    """A list that records each call of the folds' Newton–CG steps taken together."""
+    import sklearn_ext.cross_validation as module
+
+    calls, taken = [], module.scaled_fold_starts
+    monkeypatch.setattr(module, "scaled_fold_starts", lambda *args: calls.append(args) or taken(*args))
+    return calls
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("cv", [LeaveOneOut(), StratifiedKFold(5, shuffle=True, random_state=1)], ids=["loo", "kfold"])
+def test_scaled_folds_stepping_together_equal_exact_refits(monkeypatch, fit_intercept, sparse, cv):
+    """More features than rows (the folds' Hessians dear to form): with a StandardScaler the folds
+    take their Newton–CG steps together on X as given, and every score and bound is the exact
+    refits'."""
+    calls = _steps_taken_together(monkeypatch)
+    X, y = scaled_problem(21, 40, 150, sparse)
+    estimator = learned(make_pipeline(StandardScaler(), LogisticRegression(C=0.7, fit_intercept=fit_intercept)),
+                        sparse)
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert len(calls) == 1 and validator.fallback_reason_ is None
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+    assert validator.n_retrained_ == cv.get_n_splits(X) and validator.n_certified_ == 0  # (each fold stepped)
+    values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
+                             for train, test in cv.split(X, y)])
+    lower, upper = validator.decision_bounds_.T
+    assert np.all((lower - 1e-9 <= values) & (values <= upper + 1e-9))
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(12, 40), d=st.integers(150, 200), C=st.floats(1e-2, 1e2),
+       sparse=st.booleans(), fit_intercept=st.booleans(), scoring=st.sampled_from(["accuracy", "roc_auc"]))
+def test_property_scaled_folds_stepping_together(seed, n, d, C, sparse, fit_intercept, scoring):
+    X, y = scaled_problem(seed, n, d, sparse)
+    estimator = learned(make_pipeline(StandardScaler(), LogisticRegression(C=C, fit_intercept=fit_intercept)), sparse)
+    cv = StratifiedKFold(3, shuffle=True, random_state=seed) if np.bincount(y).min() >= 3 else LeaveOneOut()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)  # folds with one training class: scikit-learn's nan
+        got = GLRUCrossValidator(estimator, cv=cv, scoring=scoring).fit(X, y).scores_
+    expected = exact_scores(estimator, X, y, cv, scoring)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10, equal_nan=True)
+
+
 def test_pipeline_with_an_imputer_takes_missing_values():
     X, y = scaled_problem(14, 40, 5, False)
     X[::7, 2] = np.nan

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from glru.fold_steps import FoldBlock, single_precision
+from glru.fold_steps import FoldBlock, ScaledFoldBlock, scaled_fold_starts, single_precision
 from glru.losses import get_loss
 from glru.penalties import L2
 from glru.problem import Problem
@@ -104,7 +104,7 @@ def test_damped_steps_reach_each_fold_optimum(fit_intercept, sparse):
         if reference is not None:  # never up, but for the rounding of the sums at the optimum
             assert np.all(block.objective <= reference * (1 + 1e-14))
         reference = block.objective
-        G = _gradients(X, y, loss, fit_intercept, Z, block)
+        G = block.gradients()
         if np.all(np.linalg.norm(G, axis=0) < 1e-11):
             break
         S = block.newton_steps(G, np.minimum(0.5, np.sqrt(np.linalg.norm(G, axis=0))))
@@ -122,7 +122,7 @@ def test_damped_steps_reach_each_fold_optimum(fit_intercept, sparse):
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "huber"])
 def test_line_search_takes_the_minimizer_along_a_long_step(loss):
     block, X, y, _, _ = _block(5, 40, 6, loss, True, False)
-    G = _gradients(X, y, get_loss(loss), True, block.Z, block)
+    G = block.gradients()
     np.testing.assert_array_equal(block.line_search(G, G), 0.0)  # +g is an ascent direction
     np.testing.assert_array_equal(block.line_search(-1e-3 * G, G), 1.0)  # a short descent step is taken whole
     S = 3 * block.newton_steps(G, np.full(G.shape[1], 1e-10))  # three Newton steps long: t ≈ ⅓
@@ -138,7 +138,58 @@ def test_line_search_takes_the_minimizer_along_a_long_step(loss):
     assert np.all(objective(t) <= best + 1e-3 * slope + 1e-12 * np.abs(best))
 
 
-def _gradients(X, y, loss, fit_intercept, Z, block):
-    slopes = np.where(block.training, loss.derivative(y[:, None], block.U), 0.0)
-    G = np.asarray(X.T @ slopes) + block.strengths * Z[:X.shape[1]]
-    return np.vstack([G, slopes.sum(axis=0)]) if fit_intercept else G
+
+def _scaled_folds(seed, n, d, fit_intercept, sparse, m=3):
+    """(X, y, dropped, strengths, scales, shifts, Z) of m folds scaled each its own way (no shift
+    for sparse X, as a scaler that keeps it sparse), at random points."""
+    X, y = random_problem(seed, n, d, "logistic", sparse=sparse)
+    rng = np.random.default_rng(seed + 2)
+    dropped = [np.sort(rng.choice(n, size=max(1, n // 5), replace=False)) for _ in range(m)]
+    scales = np.exp(rng.uniform(-2, 2, size=(d, m)))
+    shifts = np.zeros((d, m)) if sparse else rng.standard_normal((d, m))
+    Z = rng.standard_normal((d + fit_intercept, m)) * 0.3
+    return X, y, dropped, rng.uniform(0.1, 2.0, size=m), scales, shifts, Z
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(6, 40), d=st.integers(1, 12), fit_intercept=st.booleans(),
+       sparse=st.booleans())
+def test_scaled_block_matches_each_folds_scaled_data(seed, n, d, fit_intercept, sparse):
+    """Margins, gradients and Hessian products of a ScaledFoldBlock, computed on X as it is, are
+    those of a FoldBlock on each fold's scaled rows a_j∘x + c_j."""
+    X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(seed, n, d, fit_intercept, sparse)
+    loss = get_loss("logistic")
+    block = ScaledFoldBlock(X, X.T, y, loss, fit_intercept, Z, dropped, strengths, scales, shifts)
+    V = np.random.default_rng(seed).standard_normal(Z.shape)
+    HV, G = block.hessian_times(V), block.gradients()
+    dense = X.toarray() if sp.issparse(X) else X
+    for j in range(Z.shape[1]):
+        scaled = dense * scales[:, j] + shifts[:, j]
+        U = scaled @ Z[:d, j] + (Z[d, j] if fit_intercept else 0.0)
+        one = FoldBlock(scaled, scaled.T, y, loss, fit_intercept, Z[:, [j]], U[:, None], [dropped[j]], strengths[[j]])
+        np.testing.assert_allclose(block.U[:, j], U, rtol=1e-12, atol=1e-12 * (1 + np.abs(U).max()))
+        np.testing.assert_allclose(G[:, j], one.gradients()[:, 0], rtol=1e-10, atol=1e-10 * (1 + np.abs(G).max()))
+        expected = one.hessian_times(V[:, [j]])[:, 0]
+        np.testing.assert_allclose(HV[:, j], expected, rtol=1e-10, atol=1e-10 * (1 + np.abs(expected).max()))
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_scaled_fold_starts_reach_each_folds_optimum(fit_intercept, sparse):
+    """From points far from their optima, the steps taken together land every fold on the
+    optimum of an independent solve on its scaled training rows (n < d: the folds' Hessians far
+    from one another)."""
+    n, d = 40, 60
+    X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(17, n, d, fit_intercept, sparse, m=4)
+    loss = get_loss("logistic")
+    Z = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, 10 * Z)
+    dense = X.toarray() if sp.issparse(X) else X
+    for j, rows in enumerate(dropped):
+        training = np.setdiff1d(np.arange(n), rows)
+        scaled = dense[training] * scales[:, j] + shifts[:, j]
+        problem = Problem(scaled, y[training], loss, L2(strengths[j] / training.size), fit_intercept)
+        exact = solve(problem, tol=1e-14)
+        coef, intercept = polish(problem, exact.coef, exact.intercept)
+        np.testing.assert_allclose(Z[:d, j], coef, rtol=1e-6, atol=1e-8 * (1 + np.abs(coef).max()))
+        if fit_intercept:
+            np.testing.assert_allclose(Z[d, j], intercept, rtol=1e-6, atol=1e-8 * (1 + abs(intercept)))
