@@ -240,9 +240,9 @@ class GLRUCrossValidator(BaseEstimator):
         start = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
         fitted = time.perf_counter()
         # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together
-        together = None if previous is not None or classes.size != 2 or effective_n_jobs(self.n_jobs) != 1 \
+        together = None if classes.size != 2 or effective_n_jobs(self.n_jobs) != 1 \
             else _starts_together(preprocessing, model, X, y, codes, [splits[k][0] for k in trainable], start,
-                                  full_pre, X_full)
+                                  full_pre, X_full, previous_folds)
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
                                          "values" if train_scores else need,
@@ -421,12 +421,13 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True):
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
 
 
-def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full):
+def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full, previous):
     """Starts (coef, intercept) for the binary folds with training rows ``trains`` of a Pipeline
     whose one step is a per-feature scaler (:func:`~sklearn_ext._adapters.affine_scaling`):
     Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
-    from the full fit ``start`` carried over to each fold's scaling; None where that does not
-    pay off (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
+    from each fold's ``previous`` point (its solution at a neighbouring grid point) where there
+    is one, else from the full fit ``start`` carried over to the fold's scaling; None where that
+    does not pay off (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
     old = affine_scaling(full_steps[-1])
     targets = np.where(codes == 1, 1.0, -1.0)
     if len(preprocessing.steps) != 1 or model.intercept_scaling is not None or old is None or not \
@@ -435,9 +436,10 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
         return None
     X_in, n = check_X(X), X_full.shape[0]
     scales, shifts, points, dropped, strengths = [], [], [], [], []
-    for train in trains:
+    for train, at in zip(trains, previous):
         new = affine_scaling(clone(preprocessing).fit(_safe_indexing(X, train), y[train])[-1])
-        coef, intercept = model.carried_over(*start, old, new)
+        coef, intercept = at if at is not None and at[0].shape == start[0].shape else \
+            model.carried_over(*start, old, new)
         scales.append(new[0]), shifts.append(new[1])
         points.append(np.append(coef, intercept) if model.fit_intercept else coef)
         dropped.append(np.setdiff1d(np.arange(n), train))

@@ -154,6 +154,23 @@ def test_pipeline_learning_from_the_training_rows_starts_from_the_previous_grid_
     assert_same_results(got, exact_search(pipe, grid, X, y, cv=4), 4)
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_pipeline_folds_stepping_together_along_the_grid(monkeypatch, sparse):
+    """More features than rows: at every grid point the folds take their Newton–CG steps together
+    (from their solutions at the point before, after the first), and the search is exact."""
+    import sklearn_ext.cross_validation as validator_module
+
+    starts, taken = [], validator_module.scaled_fold_starts
+    monkeypatch.setattr(validator_module, "scaled_fold_starts", lambda *args: starts.append(args[-1]) or taken(*args))
+    X, y = scaled_problem(15, 36, 160, sparse)
+    pipe = make_pipeline(StandardScaler(with_mean=not sparse), LogisticRegression())
+    grid = {"logisticregression__C": CS}
+    cv = KFold(3, shuffle=True, random_state=2)
+    got = only_glru(GLRUSearchCV(pipe, grid, cv=cv), X, y)
+    assert len(starts) == len(CS)
+    assert_same_results(got, exact_search(pipe, grid, X, y, cv=cv), 3)
+
+
 @pytest.mark.parametrize("scoring,train", [("neg_log_loss", False), (None, True)], ids=["values", "train"])
 def test_pipeline_learning_from_the_training_rows_multiclass(scoring, train):
     X, _ = scaled_problem(8, 45, 4, False)
