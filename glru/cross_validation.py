@@ -47,7 +47,7 @@ from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
 from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, enforce_zero_sum, margin_error
-from .fold_steps import FoldBlock, forcing_terms, single_precision
+from .fold_steps import FoldBlock, block_columns, forcing_terms, single_precision
 from .held_out import HeldOutOutcome
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
@@ -68,9 +68,6 @@ SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 Mi
 # 2.8, dense 2000 × 500 (4) 8.5 → 8.0–8.9, Gaussian 10000 × 1000 (10) 0.55 → 1.59
 DUAL_MAX_ROWS_PER_FEATURE = 4
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
-# the batched certification and gradients work on (n + d) × folds blocks of this many floats: 1 MiB,
-# or a quarter of X's own storage when that is more (fewer, larger products on large dense X)
-BLOCK_FLOATS = 1 << 17
 
 
 class Fold:
@@ -1053,8 +1050,7 @@ class _FoldChecker:
         squares = row_norms_sq(X)
         self.row_norms = np.sqrt(squares)
         self.frobenius_norm = frobenius_bound(squares, X.shape[1])  # bounds every fold's ‖X_T‖_F
-        stored = X.nnz if sp.issparse(X) else X.size
-        self.block = max(1, max(BLOCK_FLOATS, stored // 4) // (2 * sum(X.shape)))
+        self.block = block_columns(X)
         self.spread_norms = self.row_norms  # ‖x − x̄‖, what the ball's radius multiplies
         if fit_intercept:
             margins = np.asarray(X @ coef).ravel() + intercept

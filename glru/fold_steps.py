@@ -250,19 +250,39 @@ class ScaledFoldBlock(FoldBlock):
             + self.shifts[:, columns] * T.sum(axis=0)
 
 
+def block_columns(X):
+    """How many folds are taken together: (n + d) × folds blocks of at most ``BLOCK_FLOATS``
+    floats, or of a quarter of X's own storage when that is more (fewer, larger products on
+    large dense X)."""
+    stored = X.nnz if sp.issparse(X) else X.size
+    return max(1, max(BLOCK_FLOATS, stored // 4) // (2 * sum(X.shape)))
+
+
+BLOCK_FLOATS = 1 << 17  # 1 MiB
+
+
 def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z):
     """Damped Newton–CG steps (:class:`ScaledFoldBlock`) for all the folds together, from the
     columns of Z, each fold until its gradient puts it within relative gap ``START_GAP`` of its
     optimum, its step predicts no decrease above the objective's rounding, or after
-    ``START_STEPS`` steps; returns the points reached, as the columns of a copy of Z. Each step's
-    CG solve is accurate to :func:`forcing_terms`. Only starts for each fold's own solve and
+    ``START_STEPS`` steps; returns the points reached, as the columns of a copy of Z. The folds go
+    in blocks of :func:`block_columns` (leave-one-out on many rows needs no n × n array). Each
+    step's CG solve is accurate to :func:`forcing_terms`. Only starts for each fold's own solve and
     certificate: nothing here is trusted. The gap is estimated as ‖g‖²/(2a_j), that of the dual
     point of the KKT condition where the intercept is at its optimum (see
     :meth:`glru.solver._GapMonitor.check_iterate`)."""
     Z = np.array(Z, dtype=float)
     XT, rough = X.T, single_precision(X)
-    last = [None] * Z.shape[1]
-    running = np.arange(Z.shape[1])
+    size = block_columns(X)
+    for first in range(0, Z.shape[1], size):
+        _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z,
+                        np.arange(first, min(first + size, Z.shape[1])))
+    return Z
+
+
+def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z, running):
+    """:func:`scaled_fold_starts` for the folds ``running``, their columns of Z updated in place."""
+    last = {}
     for _ in range(START_STEPS):
         if running.size == 0:
             break
@@ -271,14 +291,13 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
         G = block.gradients()
         norms = np.linalg.norm(G, axis=0)
         going = norms ** 2 / (2 * strengths[running]) > START_GAP * np.abs(block.objective)
-        forcing = np.where(going, forcing_terms(norms, [last[j] for j in running]), np.inf)  # (∞: no CG)
+        forcing = np.where(going, forcing_terms(norms, [last.get(j) for j in running]), np.inf)  # (∞: no CG)
         S = block.newton_steps(G, forcing)
         going &= -np.einsum("ij,ij->j", G, S) > 4 * EPS * np.abs(block.objective)
         Z[:, running[going]] += (S * block.line_search(S, G))[:, going]
         for j, norm, eta in zip(running, norms, forcing):
             last[j] = (norm, eta)
         running = running[going]
-    return Z
 
 
 START_GAP = 1e-13  # (the held-out signs of a fold of madelon.t with a StandardScaler need 1e-10 to 1e-14)

@@ -31,6 +31,7 @@ from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_res
 from glru.fold_steps import scaled_fold_starts
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
+from glru.newton_centres import outside
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.problem import Problem
 from glru.ridge import held_out_predictions
@@ -442,7 +443,7 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
             model.carried_over(*start, old, new)
         scales.append(new[0]), shifts.append(new[1])
         points.append(np.append(coef, intercept) if model.fit_intercept else coef)
-        dropped.append(np.setdiff1d(np.arange(n), train))
+        dropped.append(outside(train, n))
         strengths.append(train.size * model.penalty_for(train.size).lam)
     with blas_for(X_in):
         Z = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from glru import fold_steps
 from glru.fold_steps import FoldBlock, ScaledFoldBlock, scaled_fold_starts, single_precision
 from glru.losses import get_loss
 from glru.penalties import L2
@@ -175,10 +176,13 @@ def test_scaled_block_matches_each_folds_scaled_data(seed, n, d, fit_intercept, 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_scaled_fold_starts_reach_each_folds_optimum(fit_intercept, sparse):
-    """From points far from their optima, the steps taken together land every fold on the
-    optimum of an independent solve on its scaled training rows (n < d: the folds' Hessians far
-    from one another)."""
+@pytest.mark.parametrize("blocks", ["one", "of_one_fold"])
+def test_scaled_fold_starts_reach_each_folds_optimum(monkeypatch, fit_intercept, sparse, blocks):
+    """From points far from their optima, the steps taken together (in one block, or a block a
+    fold) land every fold on the optimum of an independent solve on its scaled training rows
+    (n < d: the folds' Hessians far from one another)."""
+    if blocks == "of_one_fold":
+        monkeypatch.setattr(fold_steps, "block_columns", lambda X: 1)
     n, d = 40, 60
     X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(17, n, d, fit_intercept, sparse, m=4)
     loss = get_loss("logistic")
