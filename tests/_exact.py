@@ -64,7 +64,7 @@ class ExactRefit(ClassifierMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        return self.fitted_.predict(X)
+        return TiesToFirstClass(self.fitted_).predict(X)
 
     def decision_function(self, X):
         return self.fitted_.decision_function(X)
@@ -76,7 +76,9 @@ class ExactRefit(ClassifierMixin, BaseEstimator):
 
 class TiesToFirstClass(ClassifierMixin, BaseEstimator):
     """A fitted linear ``model`` whose predictions treat rounding as the engine does: a binary
-    decision value within ``rtol``·(‖x‖‖w‖ + |b|) of 0 is 0, and multiclass decision values
+    decision value within ``rtol``·(1 + ‖x‖‖w‖ + |b|) of 0 is 0 (1: a unit margin, as
+    :data:`glru.bounds.ZERO_BAND_CAP`; where w and b are 0 at the optimum, e.g. a feature 0 on
+    every training row of a balanced fold, the refit computes them as ±3e-17), and multiclass decision values
     within ``rtol`` of a row's largest are ties; both go to the first class, as for the exact
     values (:func:`glru.bounds.zero_band`, :func:`glru.multinomial_cv._tie_band`). An exact refit
     computes an exact 0 or tie only to rounding (a coefficient that is 0 at the optimum as 1e-33,
@@ -94,7 +96,7 @@ class TiesToFirstClass(ClassifierMixin, BaseEstimator):
             design = design if sp.issparse(design) else np.asarray(design, dtype=float)  # (object from a ColumnTransformer)
             norms = np.sqrt(np.asarray(design.multiply(design).sum(axis=1)).ravel() if sp.issparse(design)
                             else np.einsum("ij,ij->i", design, design))
-            scale = norms * np.linalg.norm(final.coef_) + np.abs(final.intercept_).sum()
+            scale = 1.0 + norms * np.linalg.norm(final.coef_) + np.abs(final.intercept_).sum()
             return self.classes_[(scores > self.rtol * scale).astype(int)]
         top = scores.max(axis=1, keepdims=True)
         return self.classes_[np.argmax(scores >= top - self.rtol * (1.0 + np.abs(top)), axis=1)]
