@@ -27,7 +27,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, c
 from glru.blas import blas_for
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
-from glru.fold_refit import refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold, steps_together_pay_off
+from glru.fold_refit import (BALL_FIRST_ROWS, refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold,
+                             steps_together_pay_off)
 from glru.fold_steps import scaled_fold_starts
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
@@ -240,14 +241,18 @@ class GLRUCrossValidator(BaseEstimator):
         previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
         start = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
         fitted = time.perf_counter()
-        # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together
-        together = None if classes.size != 2 or effective_n_jobs(self.n_jobs) != 1 \
-            else _starts_together(preprocessing, model, X, y, codes, [splits[k][0] for k in trainable], start,
-                                  full_pre, X_full, previous_folds)
+        # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together: those
+        # whose values are needed, or of several held-out rows (the ball at the start, which decides many
+        # leave-one-out folds, rarely decides them all; see glru.fold_refit.BALL_FIRST_ROWS)
+        stepping = [j for j, k in enumerate(trainable) if need == "values" or train_scores
+                    or splits[k][1].size > BALL_FIRST_ROWS] \
+            if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 else []
+        together = dict(zip(stepping, _starts_together(
+            preprocessing, model, X, y, codes, [splits[trainable[j]][0] for j in stepping], start, full_pre, X_full,
+            [previous_folds[j] for j in stepping]) or [])) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
-                                         "values" if train_scores else need,
-                                         previous_folds[j] if together is None else together[j])
+                                         "values" if train_scores else need, together.get(j, previous_folds[j]))
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -270,9 +275,8 @@ class GLRUCrossValidator(BaseEstimator):
                                                self.error_score)
         tests = [splits[k][1] for k in trainable]
         outcomes = [outcome for _, outcome in results]
-        if together is not None:  # (each fold was trained by those steps, decided at their point or not)
-            for outcome in outcomes:
-                outcome.solved = True
+        for j in together:  # (trained by those steps, decided at their point or not)
+            outcomes[j].solved = True
         self.n_certified_ = sum(test.size for test, outcome in zip(tests, outcomes) if not outcome.solved)
         self.n_retrained_ = sum(outcome.solved for outcome in outcomes)
         self._solutions = (start, [(outcome.coef, outcome.intercept) for outcome in outcomes])
