@@ -590,8 +590,8 @@ class HeldOutPredictions(ClassifierMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        if X.shape[0] != len(self.labels):
-            raise ValueError(f"X has {X.shape[0]} rows; these predictions are for {len(self.labels)}.")
+        if _num_samples(X) != len(self.labels):  # (X as given: a list where the user passed one)
+            raise ValueError(f"X has {_num_samples(X)} rows; these predictions are for {len(self.labels)}.")
         return self.labels if self.regression else np.asarray(self.classes)[self.labels]
 
     def score(self, X, y, sample_weight=None):

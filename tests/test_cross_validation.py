@@ -342,6 +342,17 @@ def test_property_scaled_folds_stepping_together(seed, n, d, C, sparse, fit_inte
     np.testing.assert_allclose(got, exact_scores(estimator, X, y, cv, scoring), rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("final", [LogisticRegression(), LinearSVC()], ids=repr)
+def test_pipeline_learning_from_the_training_rows_takes_lists(final):
+    """X and y as Python lists, as scikit-learn takes them (the held-out rows reach the scorer as
+    a list)."""
+    X, y = scaled_problem(5, 30, 4, False)
+    estimator = make_pipeline(StandardScaler(), final)
+    cv = KFold(3, shuffle=True, random_state=0)
+    got = cross_val_score(estimator, X.tolist(), y.tolist(), cv=cv)
+    np.testing.assert_array_equal(got, exact_scores(estimator, X, y, cv))
+
+
 def test_pipeline_with_an_imputer_takes_missing_values():
     X, y = scaled_problem(14, 40, 5, False)
     X[::7, 2] = np.nan
