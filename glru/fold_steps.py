@@ -40,8 +40,9 @@ def forcing_terms(norms, last_steps):
     min(½, √(‖g‖/‖g₀‖)), kept steps at η ≥ 0.3 until the gradient fell a tenfold, each step then
     contracting it by about η: 10-fold logistic regression on sparse Gaussian 10000 × 1000 took
     73 steps (314 products) where this takes 50 (261), 0.40 → 0.31 s; binary 5000 × 3000 90 → 54
-    steps, 0.96 → 0.69 s; 20–40 % fewer steps on the other shapes of
-    ``benchmarks/bench_cross_validation.py``, with products within ±10 %."""
+    steps, 0.96 → 0.69 s; 14–40 % fewer steps on the 16 logistic 10-fold configurations of
+    ``benchmarks/bench_cross_validation.py`` that take these steps, with 17 % fewer to 8 % more
+    products (docs/benchmarks.md, nineteenth session)."""
     eta = np.full(len(norms), FORCING_MAX)
     for j, last in enumerate(last_steps):
         if last is not None:
