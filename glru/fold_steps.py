@@ -64,7 +64,7 @@ class FoldBlock:
     y, loss : targets and :class:`glru.losses.Loss`.
     fit_intercept : bool
     Z : (d̃, m) array, the folds' current points (w, b) as columns.
-    U : (n, m) array, their margins X̃Z.
+    U : (n, m) array, their margins X̃Z, or None to compute them.
     dropped : list of m index arrays, the rows outside each fold's training set.
     strengths : (m,) array, a_j.
     rough : (X, XT) in float32 (:func:`single_precision`), or None
@@ -74,6 +74,7 @@ class FoldBlock:
     def __init__(self, X, XT, y, loss, fit_intercept, Z, U, dropped, strengths, rough=None):
         self.X, self.XT, self.y, self.loss, self.fit_intercept = X, XT, y, loss, fit_intercept
         self.rough = rough
+        U = self._margins(Z) if U is None else U
         self.Z, self.U, self.strengths = Z, U, strengths
         self.training = np.ones(U.shape, dtype=bool)
         for j, rows in enumerate(dropped):
@@ -236,9 +237,8 @@ class ScaledFoldBlock(FoldBlock):
     """
 
     def __init__(self, X, XT, y, loss, fit_intercept, Z, dropped, strengths, scales, shifts, rough=None):
-        self.scales, self.shifts = scales, shifts
-        self.X, self.fit_intercept = X, fit_intercept  # (what _margins reads)
-        super().__init__(X, XT, y, loss, fit_intercept, Z, self._margins(Z), dropped, strengths, rough)
+        self.scales, self.shifts = scales, shifts  # (before the margins, which read them)
+        super().__init__(X, XT, y, loss, fit_intercept, Z, None, dropped, strengths, rough)
 
     def _margins(self, V, X=None, columns=slice(None)):
         W = V[:-1] if self.fit_intercept else V

@@ -247,12 +247,12 @@ class GLRUCrossValidator(BaseEstimator):
         stepping = [j for j, k in enumerate(trainable) if need == "values" or train_scores
                     or splits[k][1].size > BALL_FIRST_ROWS] \
             if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 else []
-        together = dict(zip(stepping, _starts_together(
+        together = dict(zip(stepping, _starts_together(  # fold j → (its start, its fitted steps)
             preprocessing, model, X, y, codes, [splits[trainable[j]][0] for j in stepping], start, full_pre, X_full,
             [previous_folds[j] for j in stepping]) or [])) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
-                                         "values" if train_scores else need, together.get(j, previous_folds[j]))
+                                         "values" if train_scores else need, *together.get(j, (previous_folds[j],)))
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -378,12 +378,14 @@ class _StepFailed:
         return f"a Pipeline step failed: {self.error!r}"
 
 
-def _transformed(preprocessing, model, X, y, rows):
+def _transformed(preprocessing, model, X, y, rows, fitted=None):
     """(the steps fitted on ``rows``, the model's design matrix of those rows), as a Pipeline's
-    fit computes them, or :class:`_StepFailed`."""
-    steps = clone(preprocessing)
+    fit computes them (or with the steps ``fitted`` there already), or :class:`_StepFailed`."""
+    steps = clone(preprocessing) if fitted is None else fitted
     try:
-        return steps, model.design(check_X(steps.fit_transform(_safe_indexing(X, rows), y[rows])))
+        Z = steps.fit_transform(_safe_indexing(X, rows), y[rows]) if fitted is None else \
+            steps.transform(_safe_indexing(X, rows))
+        return steps, model.design(check_X(Z))
     except Exception as error:  # any step's error: scikit-learn's own computation reports it its way
         return _StepFailed(error)
 
@@ -427,8 +429,9 @@ START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _
 
 
 def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full, previous):
-    """Starts (coef, intercept) for the binary folds with training rows ``trains`` of a Pipeline
-    whose one step is a per-feature scaler (:func:`~sklearn_ext._adapters.affine_scaling`):
+    """(start (coef, intercept), steps fitted on the fold's rows) for the binary folds with
+    training rows ``trains`` of a Pipeline whose one step is a per-feature scaler
+    (:func:`~sklearn_ext._adapters.affine_scaling`):
     Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
     from each fold's ``previous`` point (its solution at a neighbouring grid point) where there
     is one, else from the full fit ``start`` carried over to the fold's scaling; None where that
@@ -440,9 +443,10 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
                                            model.fit_intercept)):
         return None
     X_in, n = check_X(X), X_full.shape[0]
-    scales, shifts, points, dropped, strengths = [], [], [], [], []
+    fitted, scales, shifts, points, dropped, strengths = [], [], [], [], [], []
     for train, at in zip(trains, previous):
-        new = affine_scaling(clone(preprocessing).fit(_safe_indexing(X, train), y[train])[-1])
+        fitted.append(clone(preprocessing).fit(_safe_indexing(X, train), y[train]))
+        new = affine_scaling(fitted[-1][-1])
         coef, intercept = at if at is not None and at[0].shape == start[0].shape else \
             model.carried_over(*start, old, new)
         scales.append(new[0]), shifts.append(new[1])
@@ -452,20 +456,21 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
     with blas_for(X_in):
         Z = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
                                np.column_stack(scales), np.column_stack(shifts), np.column_stack(points))
-    return [(z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0) for z in Z.T]
+    return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps) for z, steps in zip(Z.T, fitted)]
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
-                        previous=None):
+                        previous=None, fitted_steps=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
     dimensions agree, or (binary) from ``previous`` if that has the smaller duality gap: its
     solution at a neighbouring grid point, or where its Newton–CG steps with the other folds
     ended (:func:`_starts_together`). Where the last step is a per-feature scaler, the full
     fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
-    same decision values): on leave-one-out its bounds then decide most held-out labels."""
+    same decision values): on leave-one-out its bounds then decide most held-out labels.
+    ``fitted_steps``: the steps fitted on the split's training rows already, if they are."""
     train, test = split
-    fitted = _transformed(preprocessing, model, X, y, train)
+    fitted = _transformed(preprocessing, model, X, y, train, fitted_steps)
     if isinstance(fitted, _StepFailed):
         return fitted
     steps, X_train = fitted
