@@ -700,7 +700,7 @@ class MultinomialCertificate:
             self._log_lower = log_ratio_lower_bounds(self.dual_probabilities, self.dual_radius, self.arc_pieces)
         return self._log_lower
 
-    def pairwise_bounds(self, X_eval, candidates=None, chunk_size=None):
+    def pairwise_bounds(self, X_eval, candidates=None, chunk_size=None, pairs="all"):
         """Bounds lower[m, k, l] ≤ δ*_kl(x_m) ≤ upper[m, k, l], δ* = s*_k − s*_l the difference of
         the optimum's scores s* = W* x + b* (see the class docstring for the proof).
 
@@ -713,6 +713,13 @@ class MultinomialCertificate:
             predicted class (width 2√2·r_P‖x − x_i‖ + that of [L_ik̂l, −L_ilk̂]), so up to
             ``candidates``·K rows (int); or the given row indices (array). Any subset is sound;
             more rows give tighter bounds.
+        pairs : {"all", "top"}
+            With int ``candidates``: route (b) for every pair through the union of the rows picked
+            (K² intervals a row), or ("top") for the pairs (k̂, l) and (l, k̂) through the rows
+            picked for each, 2K intervals a row, the others by δ_kl ≥ δ_kk̂ + δ_k̂l
+            (:func:`chain_through`): what decides the arg-max at a solved point, where the pairs
+            without k̂ matter little (a fold of digits with a StandardScaler: 42 → 21 ms, and its
+            per-class bounds through k̂, :func:`per_class_through`, are narrower).
         """
         problem = self.problem
         X_eval = X_eval if sp.issparse(X_eval) else np.atleast_2d(np.asarray(X_eval, dtype=float))
@@ -742,7 +749,13 @@ class MultinomialCertificate:
         else:
             top = (S_eval + self.intercept).argmax(axis=1)            # the centre's predicted class
             for k, pool, width in self._candidate_pools(X_eval, top, candidates):
-                self._route(X_eval, np.flatnonzero(top == k), lower, scores, pool, (width, candidates), chunk_size)
+                if pairs == "all":
+                    self._route(X_eval, np.flatnonzero(top == k), lower, scores, pool, (width, candidates), chunk_size)
+                else:
+                    self._route_top(k, X_eval, np.flatnonzero(top == k), lower, scores, pool, width, candidates,
+                                    chunk_size)
+            if pairs != "all":
+                lower = chain_through(lower, top)
         lower[:, np.arange(K), np.arange(K)] = 0.0
         upper = -lower.transpose(0, 2, 1)
         return lower, upper
@@ -813,6 +826,31 @@ class MultinomialCertificate:
                 bound = C - spread - err - sum_err + L_rows
             lower[at] = np.maximum(lower[at], np.where(np.isnan(bound), -np.inf, bound).max(axis=1))
 
+    def _route_top(self, k, X_eval, eval_rows, lower, scores, rows, width, q, chunk_size):
+        """:meth:`_route` for the pairs (k, l) and (l, k) only, k the centre's class at every row of
+        ``eval_rows``, each pair through its own ``q`` training ``rows`` of narrowest interval."""
+        K = self.problem.K
+        S_eval, E_eval, S_train, E_train = scores
+        classes = np.arange(K)
+        chunk_size = chunk_size or max(1, int(4e6 // max(rows.size * max(K, self.problem.d), 1)))
+        for start in range(0, eval_rows.size, chunk_size):
+            at = eval_rows[start:start + chunk_size]
+            dist = self._distances(X_eval[at], rows)                   # (c, pool)
+            score = 2 * _SQRT2 * self.primal_radius * dist[:, :, None] + width[None, :, :]
+            pick = np.argpartition(score, q - 1, axis=1)[:, :q, :]    # (c, q, K): rows for the pair (k̂, l)
+            dist = np.take_along_axis(dist[:, :, None], pick, axis=1)
+            idx = rows[pick]
+            Se, Ee = S_eval[at][:, None, :], E_eval[at][:, None, :]   # (c, 1, K)
+            St, Et = S_train[idx, classes], E_train[idx, classes]      # (c, q, K): each row's score for l
+            St_k, Et_k = S_train[idx, k], E_train[idx, k]              # … and for k̂
+            C = (Se[..., k:k + 1] - St_k) - (Se - St)                  # Ŵ(x − x_i) for δ_k̂l
+            err = (Ee[..., k:k + 1] + Et_k + EPS * (np.abs(Se[..., k:k + 1]) + np.abs(St_k))
+                   + Ee + Et + EPS * (np.abs(Se) + np.abs(St)) + 2 * EPS * np.abs(C))
+            spread = (_SQRT2 * self.primal_radius * _WIDEN) * dist
+            L_log = self.log_ratio_lower
+            tighten_through(lower, at, np.full(at.size, k), C, spread, err, L_log[idx, k, classes],
+                            L_log[idx, classes, k])
+
     def _distances(self, X_block, rows=None):
         """Upper bounds of ‖x − x_i‖₂ for x in X_block and training rows i (all, or ``rows``):
         ‖x‖² + ‖x_i‖² − 2x·x_i by matrix products, plus a bound on its rounding error (the
@@ -830,6 +868,51 @@ class MultinomialCertificate:
     def predict(self, X_eval, candidates=None):
         """Certified arg-max class of each row of X_eval (−1 where undecided)."""
         return certified_argmax(*self.pairwise_bounds(X_eval, candidates))
+
+
+def tighten_through(lower, rows, top, C, spread, err, L_kl, L_lk):
+    """lower[rows] ∩= route (b)'s bounds of the pairs (k̂, l) and (l, k̂), k̂ = ``top`` (one per
+    row), each the best over its candidate training rows (axis 1 of the (c, q, K) arrays): the
+    centre's Ŵ(x − x_i) for δ_k̂l (``C``) and its rounding (``err``), the ball's ``spread`` and
+    the log-ratio lower bounds L_ik̂l and L_ilk̂ at the candidates."""
+    classes = np.arange(lower.shape[1])
+    for L, Cs, first, second in ((L_kl, C, top[:, None], classes[None, :]),
+                                 (L_lk, -C, classes[None, :], top[:, None])):
+        sum_err = 4 * EPS * (np.abs(Cs) + spread + np.abs(np.where(np.isfinite(L), L, 0.0)))
+        with np.errstate(invalid="ignore"):
+            route = Cs - spread - err - sum_err + L
+        best = np.where(np.isnan(route), -np.inf, route).max(axis=1)   # (c, K)
+        lower[rows[:, None], first, second] = np.maximum(lower[rows[:, None], first, second], best)
+
+
+def chain_through(lower, top):
+    """``lower`` with every pair's bound raised to δ_kl ≥ δ_kk̂ + δ_k̂l (the sum rounded down),
+    k̂ = ``top`` (one per row); the pairs through k̂ are kept."""
+    rows = np.arange(lower.shape[0])
+    to_top, from_top = lower[rows, :, top], lower[rows, top, :]   # lower bounds of δ_kk̂ and δ_k̂l, (m, K)
+    with np.errstate(invalid="ignore"):
+        chained = to_top[:, :, None] + from_top[:, None, :]
+        chained = chained - 2 * EPS * np.abs(np.where(np.isfinite(chained), chained, 0.0))
+    lower = np.maximum(lower, np.where(np.isnan(chained), -np.inf, chained))
+    lower[rows, top, :], lower[rows, :, top] = from_top, to_top
+    return lower
+
+
+def per_class_through(lower, top):
+    """Per-class score bounds (low, up), (m, K), from the pairs through k̂ = ``top`` (Σ_k s*_k = 0):
+    s_k̂ = (1/K)Σ_l δ_k̂l and s_k = (1/K)Σ_{l≠k} δ_k̂l − ((K−1)/K)δ_k̂k, each pair bounded once."""
+    K = lower.shape[1]
+    rows = np.arange(lower.shape[0])
+    lo_top, up_top = lower[rows, top, :], -lower[rows, :, top]      # bounds of δ_k̂l, (m, K)
+    with np.errstate(invalid="ignore"):
+        sum_lo, sum_up = lo_top.sum(axis=1), up_top.sum(axis=1)
+        mag = (np.abs(lo_top) + np.abs(up_top)).sum(axis=1)
+        low = (sum_lo[:, None] - lo_top) / K - (K - 1) / K * up_top
+        up = (sum_up[:, None] - up_top) / K - (K - 1) / K * lo_top
+        low[rows, top], up[rows, top] = sum_lo / K, sum_up / K
+        slack = 2 * (K + 4) * EPS * (mag[:, None] + np.abs(lo_top) + np.abs(up_top))
+    low, up = low - slack, up + slack
+    return np.where(np.isnan(low), -np.inf, low), np.where(np.isnan(up), np.inf, up)
 
 
 def certified_argmax(lower, upper=None):

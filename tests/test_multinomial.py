@@ -21,6 +21,7 @@ from glru.multinomial import (
     enforce_zero_class_sums,
     log_ratio_lower_bounds,
     optimal_intercept,
+    per_class_through,
     polish_multinomial,
     solve_multinomial,
 )
@@ -336,9 +337,24 @@ def _check_certificate(cert, new, X_eval, slack=1e-9):
         if sp.issparse(problem.X) else np.linalg.norm(dense, axis=1) + np.linalg.norm(problem.X, axis=1).max()
     rounding = 4 * cert.primal_radius * np.sqrt(8 * (dense.shape[1] + 16) * np.finfo(float).eps) * reach
     assert np.all(lower5 <= lower + 1e-12 + rounding[:, None, None])
+    # the pairs through the predicted class only (the others chained through it): sound, and never
+    # tighter than all pairs through the union of the rows picked, for the pairs they compute
+    lower_top, upper_top = cert.pairwise_bounds(X_eval, candidates=3, pairs="top")
+    assert _contains(lower_top, upper_top, D, slack)
+    top = (X_eval @ cert.coef.T + cert.intercept).argmax(axis=1)
+    rows = np.arange(top.size)
+    assert np.all(lower_top[rows, top, :] <= lower5[rows, top, :] + 1e-12 + rounding[:, None])
+    assert np.all(lower_top[rows, :, top] <= lower5[rows, :, top] + 1e-12 + rounding[:, None])
+    # per-class bounds through any class (Σ_k s*_k = 0 for the symmetric optimum)
+    for through in (top, (top + 1) % problem.K):
+        low, up = per_class_through(lower_top, through)
+        tol = slack * (1.0 + np.abs(S))
+        assert np.all(low <= S + tol) and np.all(S - tol <= up)
     pred = certified_argmax(lower, upper)
     decided = pred >= 0
     assert np.array_equal(pred[decided], S.argmax(axis=1)[decided])
+    pred_top = certified_argmax(lower_top, upper_top)
+    assert np.array_equal(pred_top[pred_top >= 0], S.argmax(axis=1)[pred_top >= 0])
     return int(decided.sum())
 
 

@@ -16,10 +16,12 @@ from sklearn.feature_selection import SequentialFeatureSelector
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 import glru.multinomial_cv as multinomial_cv
 from glru.cross_validation import Fold
-from glru.multinomial import MultinomialProblem, enforce_zero_class_sums
+from glru.multinomial import MultinomialProblem, enforce_zero_class_sums, solve_multinomial
 from glru.multinomial_cv import cross_validate_multinomial
 from sklearn_ext import GLRUCrossValidator, GLRUSearchCV, GLRUStepwiseSelector, cross_val_score
 
@@ -189,6 +191,61 @@ def test_dense_hessians_only_where_they_pay_off():
     assert multinomial_cv._dense_pays_off(X, 10, 649, X.shape[0])
     one_hot = (np.random.default_rng(0).random((330, 1126)) < 0.05).astype(float)
     assert not multinomial_cv._dense_pays_off(one_hot, 3, 3380, 4)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_preconditioned_newton_steps_reach_the_optimum(monkeypatch, fit_intercept, sparse):
+    """Newton steps by conjugate gradients preconditioned with a kept factorization (forced here on
+    a small problem) after L-BFGS from zeros: the optimum of an independent solve, with fewer
+    factorizations than steps; a kept factorization too poor for PRECONDITIONED_CG_STEPS is
+    replaced."""
+    X, y = multiclass_problem(5, 120, 12, 4, sparse=sparse)
+    problem = MultinomialProblem(X, y, 4, 1.0 / (120 * 5.0), fit_intercept)
+    reference = solve_multinomial(X, y, 4, problem.lam, fit_intercept, tol=1e-14)
+    newton = multinomial_cv._DenseNewton(problem)
+    newton.precondition = True
+    factorizations, steps = [], []
+    factorize, newton_step = newton._factorize, newton.newton_step
+    monkeypatch.setattr(newton, "_factorize", lambda z: factorizations.append(z) or factorize(z))
+    monkeypatch.setattr(newton, "newton_step", lambda g, z, rtol: steps.append(rtol) or newton_step(g, z, rtol))
+    z, done = newton.minimize(problem.pack(np.zeros((4, 12)), np.zeros(4)))
+    assert done
+    coef, intercept = problem.unpack(z)
+    np.testing.assert_allclose(coef, reference.coef, atol=1e-7 * np.abs(reference.coef).max())
+    np.testing.assert_allclose(intercept, reference.intercept, atol=1e-7 * (1 + np.abs(reference.intercept).max()))
+    assert 1 <= len(factorizations) < len(steps)
+    # zeros are a far start (gap > COLD_GAP): L-BFGS takes it to ROUGH_GAP before any Hessian
+    zeros = problem.pack(np.zeros((4, 12)), np.zeros(4))
+    assert problem.duality_gap(*problem.unpack(zeros)).relative_gap > multinomial_cv.COLD_GAP
+    assert problem.duality_gap(*problem.unpack(newton._rough_start(zeros))).relative_gap <= multinomial_cv.ROUGH_GAP
+    # a factorization far from the point, with a CG budget of one step, is replaced: an exact step
+    monkeypatch.setattr(multinomial_cv, "PRECONDITIONED_CG_STEPS", 1)
+    factorize(zeros)
+    kept = newton.factor
+    g = problem.grad(z + 0.1)
+    step = newton_step(g, z + 0.1, 1e-12)
+    assert newton.factor is not kept
+    np.testing.assert_allclose(step, -np.linalg.solve(problem.hessian(z + 0.1), g), rtol=1e-6, atol=1e-12)
+
+
+def test_preconditioning_only_where_a_hessian_is_dear():
+    """Digits' p = 649 keeps factorizations for conjugate gradients; a small p factors afresh."""
+    X, y = load_digits(return_X_y=True)
+    assert multinomial_cv._preconditioning_pays_off(MultinomialProblem(X / 16, y, 10, 1e-3, True))
+    X, y = multiclass_problem(5, 178, 13, 3)
+    assert not multinomial_cv._preconditioning_pays_off(MultinomialProblem(X, y, 3, 1e-3, True))
+
+
+@pytest.mark.parametrize("cv", [StratifiedKFold(3), LeaveOneOut()], ids=["3-fold", "loo"])
+def test_scores_with_preconditioned_newton_steps(monkeypatch, cv):
+    """Every solve through preconditioned Newton steps (forced): scores of exact refits, with and
+    without a StandardScaler."""
+    monkeypatch.setattr(multinomial_cv, "_preconditioning_pays_off", lambda problem: True)
+    X, y = multiclass_problem(8, 60, 6, 3)
+    for estimator in (LogisticRegression(C=2.0), make_pipeline(StandardScaler(), LogisticRegression(C=2.0))):
+        got = cross_val_score(estimator, X, y, cv=cv)
+        np.testing.assert_array_equal(got, exact_scores(estimator, X, y, list(cv.split(X, y))))
 
 
 def test_elastic_net_multinomial_falls_back():
