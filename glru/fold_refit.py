@@ -177,12 +177,14 @@ BALL_FIRST_ROWS = 1
 CERTIFY_STEPS = 2
 
 
-def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coef, intercept, need="values"):
+def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coef, intercept, need="values",
+                           preconditioner=None):
     """The exact :class:`~glru.held_out.MulticlassOutcome` of a multinomial fold on data of its
     own, on the classes its training rows hold (λ of its rows), from the full fit's ``coef``
     (n_classes, d) and ``intercept``: solved and polished to rounding level, then certified.
     With ``need="labels"`` a fold of one held-out row is not solved where the bounds at that
-    start already decide its arg-max."""
+    start already decide its arg-max. ``preconditioner``: the full fit's
+    (:func:`glru.multinomial_cv.fold_preconditioner`), for a fold that holds every class."""
     present = np.unique(codes_train)
     local = np.searchsorted(present, codes_train)
     # the bounds at the start decide most leave-one-out folds, and cost a solve's worth (digits with a
@@ -192,5 +194,6 @@ def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coe
                                       X_test)
         if np.all(outcome.decided):
             return outcome
-    W, b = solve_fold(X_train, local, present.size, lam, fit_intercept, coef[present], intercept[present])
+    W, b = solve_fold(X_train, local, present.size, lam, fit_intercept, coef[present], intercept[present],
+                      preconditioner if present.size == coef.shape[0] else None)
     return solved_fold_outcome(X_train, local, present, lam, fit_intercept, W, b, X_test)

@@ -31,7 +31,7 @@ from glru.fold_refit import (BALL_FIRST_ROWS, refit_fold, refit_multinomial_fold
                              steps_together_pay_off)
 from glru.fold_steps import scaled_fold_starts
 from glru.held_out import nonzero_counts, zero_unused_weights
-from glru.multinomial_cv import cross_validate_multinomial, solve_fold
+from glru.multinomial_cv import cross_validate_multinomial, fold_preconditioner, solve_fold
 from glru.newton_centres import outside
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.problem import Problem
@@ -240,6 +240,10 @@ class GLRUCrossValidator(BaseEstimator):
         full_pre, X_full = full
         previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
         start = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
+        # multinomial folds: the full fit's Hessian factorized once, to precondition every fold's Newton steps
+        preconditioner = fold_preconditioner(X_full, codes, classes.size, model.penalty_for(X_full.shape[0]).lam,
+                                             model.fit_intercept, *start) \
+            if classes.size > 2 and model.multiclass == "multinomial" else None
         fitted = time.perf_counter()
         # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together: those
         # whose values are needed, or of several held-out rows (the ball at the start, which decides many
@@ -252,7 +256,8 @@ class GLRUCrossValidator(BaseEstimator):
             [previous_folds[j] for j in stepping]) or [])) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
-                                         "values" if train_scores else need, *together.get(j, (previous_folds[j],)))
+                                         "values" if train_scores else need, *together.get(j, (previous_folds[j],)),
+                                         preconditioner=preconditioner)
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -460,7 +465,7 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
-                        previous=None, fitted_steps=None):
+                        previous=None, fitted_steps=None, preconditioner=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
     dimensions agree, or (binary) from ``previous`` if that has the smaller duality gap: its
@@ -468,7 +473,9 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     ended (:func:`_starts_together`). Where the last step is a per-feature scaler, the full
     fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
     same decision values): on leave-one-out its bounds then decide most held-out labels.
-    ``fitted_steps``: the steps fitted on the split's training rows already, if they are."""
+    ``fitted_steps``: the steps fitted on the split's training rows already, if they are.
+    ``preconditioner``: for a multinomial fold, the full fit's factorized Hessian
+    (:func:`glru.multinomial_cv.fold_preconditioner`), or None."""
     train, test = split
     fitted = _transformed(preprocessing, model, X, y, train, fitted_steps)
     if isinstance(fitted, _StepFailed):
@@ -494,7 +501,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
                                  model.fit_intercept, starts, need)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
-                                             intercept, need)
+                                             intercept, need, preconditioner)
         else:
             outcome = refit_one_vs_rest_fold(X_train, codes[train], X_test, model.loss, penalty, model.fit_intercept,
                                              coef, intercept, need)

@@ -19,6 +19,7 @@ from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut, Stratified
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+import glru.fold_refit as fold_refit
 import glru.multinomial_cv as multinomial_cv
 from glru.cross_validation import Fold
 from glru.multinomial import MultinomialProblem, enforce_zero_class_sums, solve_multinomial
@@ -217,6 +218,7 @@ def test_preconditioned_newton_steps_reach_the_optimum(monkeypatch, fit_intercep
     assert 1 <= len(factorizations) < len(steps)
     # zeros are a far start (gap > COLD_GAP): L-BFGS takes it to ROUGH_GAP before any Hessian
     zeros = problem.pack(np.zeros((4, 12)), np.zeros(4))
+    assert newton._gap(zeros).relative_gap > multinomial_cv.COLD_GAP
     assert problem.duality_gap(*problem.unpack(zeros)).relative_gap > multinomial_cv.COLD_GAP
     assert problem.duality_gap(*problem.unpack(newton._rough_start(zeros))).relative_gap <= multinomial_cv.ROUGH_GAP
     # a factorization far from the point, with a CG budget of one step, is replaced: an exact step
@@ -242,10 +244,17 @@ def test_scores_with_preconditioned_newton_steps(monkeypatch, cv):
     """Every solve through preconditioned Newton steps (forced): scores of exact refits, with and
     without a StandardScaler."""
     monkeypatch.setattr(multinomial_cv, "_preconditioning_pays_off", lambda problem: True)
+    preconditioners = []  # a Pipeline's folds start from the full fit's factorization
+
+    def solve_fold(*args):
+        preconditioners.append(args[-1])
+        return multinomial_cv.solve_fold(*args)
+    monkeypatch.setattr(fold_refit, "solve_fold", solve_fold)
     X, y = multiclass_problem(8, 60, 6, 3)
     for estimator in (LogisticRegression(C=2.0), make_pipeline(StandardScaler(), LogisticRegression(C=2.0))):
         got = cross_val_score(estimator, X, y, cv=cv)
         np.testing.assert_array_equal(got, exact_scores(estimator, X, y, list(cv.split(X, y))))
+    assert preconditioners and all(isinstance(p, multinomial_cv._Factor) for p in preconditioners)
 
 
 def test_elastic_net_multinomial_falls_back():
