@@ -183,8 +183,8 @@ def refit_multinomial_fold(X_train, codes_train, X_test, lam, fit_intercept, coe
     own, on the classes its training rows hold (λ of its rows), from the full fit's ``coef``
     (n_classes, d) and ``intercept``: solved and polished to rounding level, then certified.
     With ``need="labels"`` a fold of one held-out row is not solved where the bounds at that
-    start already decide its arg-max. ``preconditioner``: the full fit's
-    (:func:`glru.multinomial_cv.fold_preconditioner`), for a fold that holds every class."""
+    start already decide its arg-max. ``preconditioner``: the full fit's factorized Hessian
+    (:func:`glru.multinomial_cv.solve_fold` ``with_factor``), for a fold that holds every class."""
     present = np.unique(codes_train)
     local = np.searchsorted(present, codes_train)
     # the bounds at the start decide most leave-one-out folds, and cost a solve's worth (digits with a

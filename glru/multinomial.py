@@ -806,7 +806,7 @@ class MultinomialCertificate:
                 # for each pair (k̂, l), the rows with the narrowest interval; their union
                 width, q = ranked
                 score = 2 * _SQRT2 * rP * dist[:, :, None] + width[None, :, :]
-                pick = np.argpartition(score, q - 1, axis=1)[:, :q, :]   # (c, q, K)
+                pick = narrowest(np.where(np.isnan(score), np.inf, score), q)[0]   # (c, q, K)
                 idx = pick.reshape(pick.shape[0], -1)
                 dist = np.take_along_axis(dist, idx, axis=1)
             if rows is not None:
@@ -837,7 +837,7 @@ class MultinomialCertificate:
             at = eval_rows[start:start + chunk_size]
             dist = self._distances(X_eval[at], rows)                   # (c, pool)
             score = 2 * _SQRT2 * self.primal_radius * dist[:, :, None] + width[None, :, :]
-            pick = np.argpartition(score, q - 1, axis=1)[:, :q, :]    # (c, q, K): rows for the pair (k̂, l)
+            pick = narrowest(np.where(np.isnan(score), np.inf, score), q)[0]   # (c, q, K): rows for the pair (k̂, l)
             dist = np.take_along_axis(dist[:, :, None], pick, axis=1)
             idx = rows[pick]
             Se, Ee = S_eval[at][:, None, :], E_eval[at][:, None, :]   # (c, 1, K)
@@ -868,6 +868,20 @@ class MultinomialCertificate:
     def predict(self, X_eval, candidates=None):
         """Certified arg-max class of each row of X_eval (−1 where undecided)."""
         return certified_argmax(*self.pairwise_bounds(X_eval, candidates))
+
+
+def narrowest(score, q, axis=1):
+    """(indices, values) of the ``q`` smallest entries of ``score`` along ``axis`` (that axis of
+    length q in both), by repeated arg-min: for q of 1 or 2, a fifth of a partition's time (the
+    bounds at a solved fold of digits: 7 → 1.5 ms). ``score`` is overwritten; NaN counts as the
+    smallest (pass +∞ instead where it should count last)."""
+    picks, values = [], []
+    for _ in range(min(q, score.shape[axis])):
+        pick = np.expand_dims(score.argmin(axis=axis), axis)
+        picks.append(pick)
+        values.append(np.take_along_axis(score, pick, axis=axis))
+        np.put_along_axis(score, pick, np.inf, axis=axis)
+    return np.concatenate(picks, axis=axis), np.concatenate(values, axis=axis)
 
 
 def tighten_through(lower, rows, top, C, spread, err, L_kl, L_lk):

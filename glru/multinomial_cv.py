@@ -80,6 +80,7 @@ from .multinomial import (
     _shifted_log_bounds,
     certified_argmax,
     chain_through,
+    narrowest,
     per_class_through,
     polish_multinomial,
     solve_multinomial,
@@ -171,8 +172,8 @@ def _polished(problem, z, newton):
     """Newton steps until the gradient stops shrinking (with the dense Hessian if ``newton``).
     Polished here, unconditionally: solve_multinomial(polish=True) keeps the unpolished point
     when the polished one's sound gap is not smaller, a comparison of rounding noise there."""
-    return newton_polish(z, problem.grad, problem.hessp, newton_solve=newton.solve if newton is not None else None,
-                         cg_rtol=1e-10)
+    return newton_polish(z, problem.grad, problem.hessp,
+                         newton_solve=newton.polish_solve if newton is not None else None, cg_rtol=1e-10)
 
 
 def _dense_pays_off(X, K, p, n_folds):
@@ -192,18 +193,23 @@ def _dense_pays_off(X, K, p, n_folds):
     return dense <= DENSE_ADVANTAGE * n_folds * NEWTON_CG_PASSES * 2 * K * product_seconds(X)
 
 
-def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=True, preconditioner=None):
+def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=True, preconditioner=None,
+                with_factor=False):
     """A fold's exact optimum on the classes it holds (codes 0..n_classes−1), from (coef,
     intercept): Newton steps with the dense Hessian if ``dense`` and K·d is small enough
     (NEWTON_MAX_DIM), else :func:`solve_multinomial` to TOL_FULL; then polished (Newton steps
     until the gradient stops shrinking: rounding level). Two classes: scikit-learn's binary
     model, the two-class multinomial one with λ doubled. ``preconditioner``: a factorization of
-    a neighbouring problem's Hessian (:func:`fold_preconditioner`) for the first Newton steps.
-    Returns (coef, intercept) of shape (n_classes, d), (n_classes,), centred."""
+    a neighbouring problem's Hessian (another solve's, ``with_factor``) for the first Newton
+    steps. Returns (coef, intercept) of shape (n_classes, d), (n_classes,), centred, and with
+    ``with_factor`` the factorization its polish took at the solution (None without dense
+    Hessians)."""
     # folds run in parallel through joblib (n_jobs); inside one, BLAS threads cost more than they
     # give (digits raw, leave-one-out: 21 s of fold solves with 2 threads, 8 s with one)
     with single_threaded_blas():
-        return _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense, preconditioner)
+        *solution, factor = _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense,
+                                                  preconditioner)
+    return (*solution, factor) if with_factor else tuple(solution)
 
 
 def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense, preconditioner):
@@ -228,14 +234,13 @@ def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, interce
             coef, intercept = problem.unpack(z_cold)
     coef = coef - coef.mean(axis=0)
     intercept = intercept - intercept.mean() if fit_intercept else np.zeros(n_classes)
-    return coef, intercept
+    return coef, intercept, (newton.factor if newton is not None else None)
 
 
 class _DenseNewton:
     """Newton's method on a (small) :class:`MultinomialProblem` with its dense Hessian. A
     factorization is kept and preconditions conjugate gradients on the Hessian's products at
-    later points; it is refreshed only where they do not converge in PRECONDITIONED_CG_STEPS.
-    Near the optimum its plain solves are chord steps (:meth:`solve`, for the polish)."""
+    later points; it is refreshed only where they do not converge in PRECONDITIONED_CG_STEPS."""
 
     def __init__(self, problem, factor=None):
         self.problem = problem
@@ -244,6 +249,7 @@ class _DenseNewton:
         # (another problem's factorization only preconditions: a fresh one for exact steps)
         usable = factor is not None and self.precondition and factor.dim == self.penalty.shape[0]
         self.factor = factor if usable else None
+        self.polishing = False
 
     def _factorize(self, z):
         problem = self.problem
@@ -252,10 +258,15 @@ class _DenseNewton:
         H = _loss_hessian(problem.X, P, problem.basis, problem.fit_intercept) / problem.n + self.penalty
         self.factor = _Factor(H)
 
-    def solve(self, g, z):
-        """H⁻¹g with the kept factorization (one at z if there is none)."""
-        if self.factor is None:
+    def polish_solve(self, g, z):
+        """H⁻¹g for :func:`_polished`: a factorization at the first point it is asked at, kept
+        for the next (chord steps). The one kept from the Newton steps may be from an earlier
+        point or another problem (the full fit's), whose chord steps can stop short of
+        rounding level (5-fold digits: ‖g‖ 1e-12 to 2e-8 where rounding level is 4e-17); one
+        at the solved point gets there in one or two."""
+        if not self.polishing:
             self._factorize(z)
+            self.polishing = True
         return self.factor.solve(g)
 
     def newton_step(self, g, z, rtol):
@@ -934,33 +945,20 @@ class _BlockState:
                                  coef, intercept, winner=self.winner[pos])
 
 
-def solve_fold(X, codes, n_classes, lam, fit_intercept, coef=None, intercept=None, preconditioner=None):
+def solve_fold(X, codes, n_classes, lam, fit_intercept, coef=None, intercept=None, preconditioner=None,
+               with_factor=False):
     """:func:`_solve_fold` of one problem (codes 0..n_classes−1, λ of its rows), from (coef,
-    intercept) or zeros, with dense Hessians where they pay off (:func:`_dense_pays_off`);
-    ``preconditioner`` from :func:`fold_preconditioner`, or None."""
+    intercept) or zeros, with dense Hessians where they pay off (:func:`_dense_pays_off`).
+    ``with_factor``: also return the factorized Hessian at the solution, to pass as the
+    ``preconditioner`` of its folds' solves: their Hessians at their own optima are close to it
+    (digits with a StandardScaler, 5-fold: no fold factorizes before its polish, a fold's
+    Newton steps 70 → 45 ms)."""
     d = X.shape[1]
     coef = np.zeros((n_classes, d)) if coef is None else coef
     intercept = np.zeros(n_classes) if intercept is None else intercept
     p = n_classes * d + (n_classes - 1 if fit_intercept else 0)
     return _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, _dense_pays_off(X, n_classes, p, 1),
-                       preconditioner)
-
-
-def fold_preconditioner(X, codes, n_classes, lam, fit_intercept, coef, intercept):
-    """The factorized Hessian of the problem on (X, codes) at (coef, intercept), for the Newton
-    steps of its folds (:func:`solve_fold`): where they take dense Hessians and keep them for
-    conjugate gradients, their first factorization. Their Hessians at their own optima are
-    close to the full one at its optimum (digits with a StandardScaler, 5-fold: each fold
-    converges without a factorization of its own, its solve 70 → 45 ms). None where the folds
-    would not use it."""
-    p = n_classes * X.shape[1] + (n_classes - 1 if fit_intercept else 0)
-    problem = MultinomialProblem(X, codes, n_classes, lam, fit_intercept)
-    if not (_dense_pays_off(X, n_classes, p, 1) and p <= NEWTON_MAX_DIM and _preconditioning_pays_off(problem)):
-        return None
-    newton = _DenseNewton(problem)
-    with single_threaded_blas():
-        newton._factorize(problem.pack(coef - coef.mean(axis=0), intercept))
-    return newton.factor
+                       preconditioner, with_factor)
 
 
 def centre_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test):
@@ -1219,21 +1217,14 @@ def _candidates(e, rows, Xe, top, r_P, r_D, pair_of, left_out):
     smallest √2·r_P‖x − x_i‖ + r_D(1/q_ik̂ + 1/q_il), q the full fit's probabilities: a
     first-order width of route (b)'s interval for the pair (k̂, l). Returns the rows (c, q, K)
     and whether each is usable (a training row of the fold with a finite score)."""
-    n = e.n
     cross = _times_Xt(e.X, Xe)                                      # (c, n)
     dist = np.sqrt(np.maximum(e.sq_norms[rows][:, None] + e.sq_norms[None, :] - 2 * cross, 0.0))
     inv = e.inverse_P0T                                             # 1/q of the full fit, (K, n)
     with np.errstate(divide="ignore"):
         score = (_SQRT2 * r_P)[:, None, None] * dist[:, None, :] + r_D[:, None, None] * (inv[None] + inv[top][:, None])
     score[pair_of, :, left_out] = np.inf                            # rows outside the pair's fold
-    picks, usable = [], []
-    for _ in range(min(CANDIDATES, n)):  # repeated arg-min: far cheaper than a partition here
-        pick = score.argmin(axis=2)                                 # (c, K)
-        best = np.take_along_axis(score, pick[:, :, None], axis=2)[:, :, 0]
-        picks.append(pick)
-        usable.append(np.isfinite(best))
-        np.put_along_axis(score, pick[:, :, None], np.inf, axis=2)
-    return np.stack(picks, axis=1), np.stack(usable, axis=1)       # (c, q, K)
+    picks, best = narrowest(score, CANDIDATES, axis=2)              # (c, K, q)
+    return picks.transpose(0, 2, 1), np.isfinite(best).transpose(0, 2, 1)   # (c, q, K)
 
 
 def _route_b(e, ev, lower, sl, c_f, idx, usable, top, Xe, S_eval, E_eval, r_P, r_D):

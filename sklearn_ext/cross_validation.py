@@ -31,7 +31,7 @@ from glru.fold_refit import (BALL_FIRST_ROWS, refit_fold, refit_multinomial_fold
                              steps_together_pay_off)
 from glru.fold_steps import scaled_fold_starts
 from glru.held_out import nonzero_counts, zero_unused_weights
-from glru.multinomial_cv import cross_validate_multinomial, fold_preconditioner, solve_fold
+from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.newton_centres import outside
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.problem import Problem
@@ -239,11 +239,7 @@ class GLRUCrossValidator(BaseEstimator):
         codes = np.searchsorted(classes, y)
         full_pre, X_full = full
         previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
-        start = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
-        # multinomial folds: the full fit's Hessian factorized once, to precondition every fold's Newton steps
-        preconditioner = fold_preconditioner(X_full, codes, classes.size, model.penalty_for(X_full.shape[0]).lam,
-                                             model.fit_intercept, *start) \
-            if classes.size > 2 and model.multiclass == "multinomial" else None
+        start, preconditioner = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
         fitted = time.perf_counter()
         # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together: those
         # whose values are needed, or of several held-out rows (the ball at the start, which decides many
@@ -396,20 +392,23 @@ def _transformed(preprocessing, model, X, y, rows, fitted=None):
 
 
 def _full_fit(model, X, codes, n_classes, start=None, exact=True):
-    """(coef, intercept) of ``model`` on (X, class ``codes``): the start of the folds of
-    :meth:`GLRUCrossValidator._fit_learned`, and, ``exact`` to rounding, its ``estimator_``;
+    """((coef, intercept), preconditioner) of ``model`` on (X, class ``codes``): the start of the
+    folds of :meth:`GLRUCrossValidator._fit_learned`, and, ``exact`` to rounding, its ``estimator_``;
     otherwise (no ``estimator_`` asked for: :func:`cross_val_score`, a grid point of
     :class:`~sklearn_ext.GLRUSearchCV`) solved to the relative gap ``START_TOL`` only, far closer
     to the full optimum than any fold's optimum is. One row per class with three classes or more
     (multinomial: symmetric, as scikit-learn's, and always exact). ``start``: a (coef,
     intercept) of the same shapes to start from (the optimum at a neighbouring grid point, on
-    the same X), else zeros."""
+    the same X), else zeros. ``preconditioner``: for a multinomial model, the factorized Hessian
+    at the solution that its folds' Newton steps start with (:func:`glru.multinomial_cv.solve_fold`),
+    else None."""
     shape = (X.shape[1],) if n_classes == 2 else (n_classes, X.shape[1])
     coef, intercept = start if start is not None and start[0].shape == shape else (np.zeros(shape), np.zeros(shape[:-1]))
     if n_classes > 2 and model.multiclass == "multinomial":
         with blas_for(X):
-            return solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam, model.fit_intercept, coef,
-                              intercept)
+            coef, intercept, factor = solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam,
+                                                 model.fit_intercept, coef, intercept, with_factor=True)
+        return (coef, intercept), factor
     penalty = model.penalty_for(X.shape[0])
     # Newton steps with the Hessian formed where it is cheap, as the folds take them (glru.fold_refit.fold_method:
     # w8a standardized 0.8 s against 1.9 s by Newton–CG until its products ran out)
@@ -426,8 +425,8 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True):
     with blas_for(X):
         solutions = [solved(c) for c in ([1] if n_classes == 2 else range(n_classes))]
     if n_classes == 2:
-        return solutions[0]
-    return np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)
+        return solutions[0], None
+    return (np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)), None
 
 
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
@@ -475,7 +474,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     same decision values): on leave-one-out its bounds then decide most held-out labels.
     ``fitted_steps``: the steps fitted on the split's training rows already, if they are.
     ``preconditioner``: for a multinomial fold, the full fit's factorized Hessian
-    (:func:`glru.multinomial_cv.fold_preconditioner`), or None."""
+    (:func:`_full_fit`), or None."""
     train, test = split
     fitted = _transformed(preprocessing, model, X, y, train, fitted_steps)
     if isinstance(fitted, _StepFailed):

@@ -24,6 +24,7 @@ import glru.multinomial_cv as multinomial_cv
 from glru.cross_validation import Fold
 from glru.multinomial import MultinomialProblem, enforce_zero_class_sums, solve_multinomial
 from glru.multinomial_cv import cross_validate_multinomial
+from glru.solver import newton_polish
 from sklearn_ext import GLRUCrossValidator, GLRUSearchCV, GLRUStepwiseSelector, cross_val_score
 
 from ._exact import ExactRefit, TiesToFirstClass, exact_estimator
@@ -229,6 +230,28 @@ def test_preconditioned_newton_steps_reach_the_optimum(monkeypatch, fit_intercep
     step = newton_step(g, z + 0.1, 1e-12)
     assert newton.factor is not kept
     np.testing.assert_allclose(step, -np.linalg.solve(problem.hessian(z + 0.1), g), rtol=1e-6, atol=1e-12)
+
+
+def test_solved_folds_are_polished_to_rounding_level():
+    """A fold solved from the full fit, with its factorization kept (the full fit's, or the
+    fold's own from an earlier point), ends where Newton steps with fresh factorizations leave
+    it: at rounding level, as the tie band of its labels assumes. (Chord steps with such a
+    factorization stopped 1e-6 short on digits.)"""
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    *full, preconditioner = multinomial_cv.solve_fold(X, y, 10, 1.0 / X.shape[0], True, with_factor=True)
+    assert isinstance(preconditioner, multinomial_cv._Factor)
+    train = np.arange(X.shape[0]) % 5 != 0
+    problem = MultinomialProblem(X[train], y[train], 10, 1.0 / train.sum(), True)
+    fresh = multinomial_cv._DenseNewton(problem)
+
+    def fresh_solve(g, z):
+        fresh._factorize(z)
+        return fresh.factor.solve(g)
+    for given in (None, preconditioner):
+        z = problem.pack(*multinomial_cv.solve_fold(X[train], y[train], 10, problem.lam, True, *full, given))
+        polished = newton_polish(z, problem.grad, problem.hessp, newton_solve=fresh_solve)
+        assert np.linalg.norm(polished - z) <= 1e-12 * (1.0 + np.linalg.norm(z))
 
 
 def test_preconditioning_only_where_a_hessian_is_dear():
