@@ -252,6 +252,17 @@ def test_solved_folds_are_polished_to_rounding_level():
         z = problem.pack(*multinomial_cv.solve_fold(X[train], y[train], 10, problem.lam, True, *full, given))
         polished = newton_polish(z, problem.grad, problem.hessp, newton_solve=fresh_solve)
         assert np.linalg.norm(polished - z) <= 1e-12 * (1.0 + np.linalg.norm(z))
+    # the engine's solved folds, preconditioned by the full Hessian at the optimum
+    folds = [Fold(np.flatnonzero(np.arange(X.shape[0]) % 5 != j), np.flatnonzero(np.arange(X.shape[0]) % 5 == j))
+             for j in range(2)]
+    result = cross_validate_multinomial(X, y, 10, folds, lambda m: 1.0 / m, True, need="values")
+    assert result.n_retrained == 2
+    for fold, outcome in zip(folds, result.outcomes):
+        problem = MultinomialProblem(X[fold.train], y[fold.train], 10, 1.0 / fold.train.size, True)
+        fresh = multinomial_cv._DenseNewton(problem)
+        z = problem.pack(outcome.coef, outcome.intercept)
+        polished = newton_polish(z, problem.grad, problem.hessp, newton_solve=fresh_solve)
+        assert np.linalg.norm(polished - z) <= 1e-12 * (1.0 + np.linalg.norm(z))
 
 
 def test_preconditioning_only_where_a_hessian_is_dear():
