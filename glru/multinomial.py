@@ -914,7 +914,8 @@ def chain_through(lower, top):
 
 def per_class_through(lower, top):
     """Per-class score bounds (low, up), (m, K), from the pairs through k̂ = ``top`` (Σ_k s*_k = 0):
-    s_k̂ = (1/K)Σ_l δ_k̂l and s_k = (1/K)Σ_{l≠k} δ_k̂l − ((K−1)/K)δ_k̂k, each pair bounded once."""
+    s_k̂ = (1/K)Σ_l δ_k̂l and s_k = (1/K)Σ_{l≠k} δ_k̂l − ((K−1)/K)δ_k̂k, each pair bounded once.
+    ``lower`` holds 0 on its diagonal (δ_kk = 0)."""
     K = lower.shape[1]
     rows = np.arange(lower.shape[0])
     lo_top, up_top = lower[rows, top, :], -lower[rows, :, top]      # bounds of δ_k̂l, (m, K)

@@ -37,9 +37,10 @@ packing), p = K·d + K − 1 of them. The engine
    their steps stop shrinking at a gap at rounding level (the iterate is then the optimum to
    rounding, as Newton polishing leaves it, and its arg-max is read), or contract too slowly;
 6. solves what is left from its last iterate, through joblib (``Parallel(n_jobs, verbose,
-   pre_dispatch)``): Newton steps by conjugate gradients preconditioned with a dense Hessian of
-   the fold (refreshed where they converge slowly) to TOL_FULL, :func:`solve_multinomial` beyond
-   NEWTON_MAX_DIM (or without dense Hessians) or on failure, then polished; the labels are the
+   pre_dispatch)``): Newton steps by conjugate gradients preconditioned with the full Hessian S
+   at the optimum (replaced by the fold's own where they converge slowly) to TOL_FULL,
+   :func:`solve_multinomial` beyond NEWTON_MAX_DIM (or without dense Hessians) or on failure,
+   then polished (chord steps with a factorization at the point reached); the labels are the
    arg-max of the exact scores.
 
 At a rounding-level point, scores within the rounding band of the row's largest
