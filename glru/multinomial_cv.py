@@ -195,7 +195,7 @@ def _dense_pays_off(X, K, p, n_folds):
 
 
 def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=True, preconditioner=None,
-                with_factor=False):
+                with_factor=False, polish=True):
     """A fold's exact optimum on the classes it holds (codes 0..n_classes−1), from (coef,
     intercept): Newton steps with the dense Hessian if ``dense`` and K·d is small enough
     (NEWTON_MAX_DIM), else :func:`solve_multinomial` to TOL_FULL; then polished (Newton steps
@@ -204,16 +204,17 @@ def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=
     a neighbouring problem's Hessian (another solve's, ``with_factor``) for the first Newton
     steps. Returns (coef, intercept) of shape (n_classes, d), (n_classes,), centred, and with
     ``with_factor`` the factorization its polish took at the solution (None without dense
-    Hessians)."""
+    Hessians). ``polish=False``: the point where the steps reached TOL_FULL, not polished (a
+    second call from it polishes it)."""
     # folds run in parallel through joblib (n_jobs); inside one, BLAS threads cost more than they
     # give (digits raw, leave-one-out: 21 s of fold solves with 2 threads, 8 s with one)
     with single_threaded_blas():
         *solution, factor = _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense,
-                                                  preconditioner)
+                                                  preconditioner, polish)
     return (*solution, factor) if with_factor else tuple(solution)
 
 
-def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense, preconditioner):
+def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense, preconditioner, polish):
     lam = 2.0 * lam if n_classes == 2 else lam
     problem = MultinomialProblem(X, codes, n_classes, lam, fit_intercept)
     z = problem.pack(coef - coef.mean(axis=0), intercept)
@@ -225,7 +226,8 @@ def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, interce
         result = solve_multinomial(X, codes, n_classes, lam, fit_intercept, *problem.unpack(z), tol=TOL_FULL,
                                    polish=False)
         z = problem.pack(result.coef, result.intercept)
-    z = _polished(problem, z, newton)
+    if polish:
+        z = _polished(problem, z, newton)
     coef, intercept = problem.unpack(z)
     if not problem.duality_gap(coef - coef.mean(axis=0), intercept).relative_gap <= TOL_SANE:
         # far from the optimum after all that (not seen in tests): an exact refit's cold solve
@@ -950,26 +952,30 @@ class _BlockState:
 
 
 def solve_fold(X, codes, n_classes, lam, fit_intercept, coef=None, intercept=None, preconditioner=None,
-               with_factor=False):
+               with_factor=False, polish=True):
     """:func:`_solve_fold` of one problem (codes 0..n_classes−1, λ of its rows), from (coef,
     intercept) or zeros, with dense Hessians where they pay off (:func:`_dense_pays_off`).
     ``with_factor``: also return the factorized Hessian at the solution, to pass as the
     ``preconditioner`` of its folds' solves: their Hessians at their own optima are close to it
     (digits with a StandardScaler, 5-fold: no fold factorizes before its polish, a fold's
-    Newton steps 70 → 45 ms)."""
+    Newton steps 70 → 45 ms). ``polish``: see :func:`_solve_fold`."""
     d = X.shape[1]
     coef = np.zeros((n_classes, d)) if coef is None else coef
     intercept = np.zeros(n_classes) if intercept is None else intercept
     p = n_classes * d + (n_classes - 1 if fit_intercept else 0)
     return _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, _dense_pays_off(X, n_classes, p, 1),
-                       preconditioner, with_factor)
+                       preconditioner, with_factor, polish)
 
 
-def centre_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test):
+def centre_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test, arc_pieces=None,
+                        pairs="all"):
     """The :class:`MulticlassOutcome` certified at any centre (coef, intercept) of the problem on
     a fold's training rows (as :func:`solved_fold_outcome` takes it), not solved: the arg-max of
-    its rows that the bounds leave open is unknown."""
-    lower, upper = _fold_bounds(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test)[1:]
+    its rows that the bounds leave open is unknown. ``arc_pieces``, ``pairs``: see
+    :class:`MultinomialCertificate` (one piece and the predicted class's pairs suffice near the
+    optimum)."""
+    lower, upper = _fold_bounds(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test, arc_pieces,
+                                pairs)[1:]
     low, up = _per_class(lower, upper)
     values = np.asarray(X_test @ coef.T) + intercept
     return MulticlassOutcome(classes, low, up, values, False, None, None, winner=certified_argmax(lower, upper))

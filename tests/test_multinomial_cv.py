@@ -265,6 +265,34 @@ def test_solved_folds_are_polished_to_rounding_level():
         assert np.linalg.norm(polished - z) <= 1e-12 * (1.0 + np.linalg.norm(z))
 
 
+@pytest.mark.parametrize("left_open", [False, True], ids=["decided", "left open"])
+def test_pipeline_folds_decided_before_their_polish(monkeypatch, left_open):
+    """A multinomial Pipeline fold whose held-out labels the bounds at the end of its Newton steps
+    decide is not polished, and counts as retrained; one they leave open (forced here) is
+    polished and read at rounding level. Scores of exact refits either way."""
+    original, calls = fold_refit.centre_fold_outcome, []
+
+    def bounds_after_the_solve(*args, **kwargs):
+        outcome = original(*args, **kwargs)
+        calls.append(np.all(outcome.decided))
+        if left_open:
+            outcome._winner[:] = -1
+        return outcome
+    monkeypatch.setattr(fold_refit, "centre_fold_outcome", bounds_after_the_solve)
+    polished = []
+
+    def solve_fold(*args, polish=True):
+        polished.append(polish)
+        return multinomial_cv.solve_fold(*args, polish=polish)
+    monkeypatch.setattr(fold_refit, "solve_fold", solve_fold)
+    X, y = multiclass_problem(8, 90, 6, 3)
+    estimator, cv = make_pipeline(StandardScaler(), LogisticRegression(C=2.0)), StratifiedKFold(3)
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert len(calls) == 3 and validator.n_retrained_ == 3
+    assert all(calls) and polished == [False, True] * 3 if left_open else [False] * 3
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, list(cv.split(X, y))))
+
+
 def test_preconditioning_only_where_a_hessian_is_dear():
     """Digits' p = 649 keeps factorizations for conjugate gradients; a small p factors afresh."""
     X, y = load_digits(return_X_y=True)
@@ -280,9 +308,10 @@ def test_scores_with_preconditioned_newton_steps(monkeypatch, cv):
     monkeypatch.setattr(multinomial_cv, "_preconditioning_pays_off", lambda problem: True)
     preconditioners = []  # a Pipeline's folds start from the full fit's factorization
 
-    def solve_fold(*args):
-        preconditioners.append(args[-1])
-        return multinomial_cv.solve_fold(*args)
+    def solve_fold(*args, **kwargs):
+        if len(args) > 7:  # (a fold's solve from the full fit; not the polish that may follow it)
+            preconditioners.append(args[7])
+        return multinomial_cv.solve_fold(*args, **kwargs)
     monkeypatch.setattr(fold_refit, "solve_fold", solve_fold)
     X, y = multiclass_problem(8, 60, 6, 3)
     for estimator in (LogisticRegression(C=2.0), make_pipeline(StandardScaler(), LogisticRegression(C=2.0))):
