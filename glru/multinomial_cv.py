@@ -170,11 +170,16 @@ def cross_validate_multinomial(X, codes, n_classes, folds, lam_for, fit_intercep
 
 # --------------------------------------------------------------------------- one solve
 def _polished(problem, z, newton):
-    """Newton steps until the gradient stops shrinking (with the dense Hessian if ``newton``).
-    Polished here, unconditionally: solve_multinomial(polish=True) keeps the unpolished point
-    when the polished one's sound gap is not smaller, a comparison of rounding noise there."""
-    return newton_polish(z, problem.grad, problem.hessp,
-                         newton_solve=newton.polish_solve if newton is not None else None, cg_rtol=1e-10)
+    """Newton steps until the gradient stops shrinking (with ``newton``: chord steps with the dense
+    Hessian factorized at z). Polished here, unconditionally: solve_multinomial(polish=True) keeps
+    the unpolished point when the polished one's sound gap is not smaller, a comparison of rounding
+    noise there. The factorization ``newton`` kept from its steps may be from an earlier point or
+    another problem (the full fit's), whose chord steps stopped short of rounding level (5-fold
+    digits: ‖g‖ 1e-12 to 2e-8 where rounding level is 4e-17); one at z gets there in one or two."""
+    if newton is None:
+        return newton_polish(z, problem.grad, problem.hessp, cg_rtol=1e-10)
+    newton._factorize(z)
+    return newton_polish(z, problem.grad, problem.hessp, newton_solve=lambda g, _: newton.factor.solve(g))
 
 
 def _dense_pays_off(X, K, p, n_folds):
@@ -252,7 +257,6 @@ class _DenseNewton:
         # (another problem's factorization only preconditions: a fresh one for exact steps)
         usable = factor is not None and self.precondition and factor.dim == self.penalty.shape[0]
         self.factor = factor if usable else None
-        self.polishing = False
 
     def _factorize(self, z):
         problem = self.problem
@@ -261,25 +265,14 @@ class _DenseNewton:
         H = _loss_hessian(problem.X, P, problem.basis, problem.fit_intercept) / problem.n + self.penalty
         self.factor = _Factor(H)
 
-    def polish_solve(self, g, z):
-        """H⁻¹g for :func:`_polished`: a factorization at the first point it is asked at, kept
-        for the next (chord steps). The one kept from the Newton steps may be from an earlier
-        point or another problem (the full fit's), whose chord steps can stop short of
-        rounding level (5-fold digits: ‖g‖ 1e-12 to 2e-8 where rounding level is 4e-17); one
-        at the solved point gets there in one or two."""
-        if not self.polishing:
-            self._factorize(z)
-            self.polishing = True
-        return self.factor.solve(g)
-
     def newton_step(self, g, z, rtol):
         """−H(z)⁻¹g to relative residual ``rtol``: conjugate gradients on H(z)'s products,
         preconditioned by the kept factorization (a Hessian at an earlier point); a fresh
         factorization at z where they do not get there in PRECONDITIONED_CG_STEPS, or where it
         costs less than they would (``precondition`` false: the step is then exact). Forming the
         Hessian costs n·p² against 4·n·K·d for a product: digits with a StandardScaler (p = 649),
-        a fold's solve from the full fit took 4–7 factorizations and 11–20 chord steps, 0.13–0.25 s;
-        with these steps 1–2 factorizations, 5–8 steps of 24–75 products in all, 0.07–0.14 s."""
+        a fold's Newton steps from the full fit took 4–7 factorizations and 11–20 chord steps;
+        these, 1–2 factorizations (none with the full fit's) and 5–8 steps of 24–75 products."""
         if self.factor is not None and self.precondition:
             problem = self.problem
             hessian = LinearOperator((z.size, z.size), matvec=lambda v: problem.hessp(z, v), dtype=float)
@@ -423,11 +416,12 @@ class _Engine:
             self.inverse_P0T = 1.0 / np.ascontiguousarray(self.P0.T)
         clock.lap("full fit")
         complete = [k for k, p in enumerate(self.present) if p.size == self.K]
-        self.hinv = None
+        self.hinv = self.S_factor = None
         if dense:
             with blas_for(self.X):
                 self.S = self._hessian(self.P0) + self.penalty
-                self.hinv = _inverse_spd(self.S)
+                self.S_factor = _Factor(self.S)
+                self.hinv = _inverse(self.S_factor)
         clock.lap("hessian")
         outcomes = [None] * len(self.folds)
         centres = {}
@@ -575,9 +569,6 @@ class _Engine:
 
     # ---- the solves
     def _solve(self, indices, centres, outcomes):
-        # the full Hessian at the optimum preconditions every fold's Newton steps (sum form: CG is blind to
-        # the scale): leave-one-out on raw digits factorized each of its 141 solved folds twice, now once
-        preconditioner = _Factor(self.S) if self.dense else None
         tasks = []
         for k in indices:
             classes = self.present[k]
@@ -586,8 +577,10 @@ class _Engine:
             W, b = W - W.mean(axis=0), b - b.mean()
             train = self.folds[k].train
             local = np.searchsorted(classes, self.codes[train])
+            # (the full Hessian at the optimum preconditions its Newton steps; sum form: CG is blind to the
+            # scale. Leave-one-out on raw digits factorized each of its 141 solved folds twice, now once)
             tasks.append(delayed(_solve_fold)(self.X[train], local, classes.size, self.lam_for(train.size),
-                                              self.fit_intercept, W, b, self.dense, preconditioner))
+                                              self.fit_intercept, W, b, self.dense, self.S_factor))
         solved = Parallel(**self.parallel)(tasks)
         complete = [(k, s) for k, s in zip(indices, solved) if self.present[k].size == self.K]
         for block in range(0, len(complete), self.block):
@@ -720,8 +713,9 @@ class _Factor:
         return vectors @ ((vectors.T @ g) / (values if g.ndim == 1 else values[:, None]))
 
 
-def _inverse_spd(H):
-    inv = _Factor(H).solve(np.eye(H.shape[0]))
+def _inverse(factor):
+    """The symmetric inverse of a :class:`_Factor`'s matrix."""
+    inv = factor.solve(np.eye(factor.dim))
     return 0.5 * (inv + inv.T)
 
 
