@@ -29,7 +29,7 @@ from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
 from glru.fold_refit import (BALL_FIRST_ROWS, refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold,
                              steps_together_pay_off)
-from glru.fold_steps import scaled_fold_starts
+from glru.fold_steps import fold_preconditioner, scaled_fold_starts
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.newton_centres import outside
@@ -438,8 +438,10 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
     (:func:`~sklearn_ext._adapters.affine_scaling`):
     Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
     from each fold's ``previous`` point (its solution at a neighbouring grid point) where there
-    is one, else from the full fit ``start`` carried over to the fold's scaling; None where that
-    does not pay off (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
+    is one, else from the full fit ``start`` carried over to the fold's scaling, their conjugate
+    gradients preconditioned by the full fit's Hessian where that pays off
+    (:func:`glru.fold_steps.fold_preconditioner`); None where the steps do not pay off
+    (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
     old = affine_scaling(full_steps[-1])
     targets = np.where(codes == 1, 1.0, -1.0)
     if len(preprocessing.steps) != 1 or model.intercept_scaling is not None or old is None or not \
@@ -457,9 +459,12 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
         points.append(np.append(coef, intercept) if model.fit_intercept else coef)
         dropped.append(outside(train, n))
         strengths.append(train.size * model.penalty_for(train.size).lam)
+    scales, shifts = np.column_stack(scales), np.column_stack(shifts)
     with blas_for(X_in):
+        preconditioner = fold_preconditioner(X_full, targets, model.loss, model.fit_intercept, *start,
+                                             n * model.penalty_for(n).lam, scales, shifts, old)
         Z = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
-                               np.column_stack(scales), np.column_stack(shifts), np.column_stack(points))
+                               scales, shifts, np.column_stack(points), preconditioner=preconditioner)
     return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps) for z, steps in zip(Z.T, fitted)]
 
 

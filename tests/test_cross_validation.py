@@ -298,11 +298,12 @@ def test_property_pipeline_learning_from_the_training_rows(seed, n, d, C, svc, s
 
 
 def _steps_taken_together(monkeypatch):
-    """A list that records each call of the folds' Newton–CG steps taken together."""
+    """A list that records each call of the folds' Newton–CG steps taken together: (args, kwargs)."""
     import sklearn_ext.cross_validation as module
 
     calls, taken = [], module.scaled_fold_starts
-    monkeypatch.setattr(module, "scaled_fold_starts", lambda *args: calls.append(args) or taken(*args))
+    monkeypatch.setattr(module, "scaled_fold_starts", lambda *args, **kwargs: calls.append((args, kwargs))
+                        or taken(*args, **kwargs))
     return calls
 
 
@@ -325,6 +326,38 @@ def test_scaled_folds_stepping_together_equal_exact_refits(monkeypatch, fit_inte
         assert validator.n_certified_ + validator.n_retrained_ == X.shape[0]
     else:
         assert validator.n_retrained_ == cv.get_n_splits(X) and validator.n_certified_ == 0  # (each fold stepped)
+    values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
+                             for train, test in cv.split(X, y)])
+    lower, upper = validator.decision_bounds_.T
+    assert np.all((lower - 1e-9 <= values) & (values <= upper + 1e-9))
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("scoring", ["accuracy", "neg_log_loss"])
+def test_scaled_folds_preconditioned_by_the_full_fit_equal_exact_refits(monkeypatch, fit_intercept, sparse, scoring):
+    """Many rows per feature, the folds' steps taken together (forced here: d is small) and
+    preconditioned by the full fit's Hessian (forced too): scores and bounds are the exact
+    refits'. Without an intercept a centring scaler's folds cannot be so preconditioned."""
+    import glru.fold_steps
+    import sklearn_ext.cross_validation as module
+
+    calls = _steps_taken_together(monkeypatch)
+    monkeypatch.setattr(module, "steps_together_pay_off", lambda problem: True)
+    monkeypatch.setattr(glru.fold_steps, "preconditioning_pays_off", lambda *args: True)
+    X, y = scaled_problem(23, 300, 9, sparse)
+    estimator = learned(make_pipeline(StandardScaler(), LogisticRegression(C=0.5, fit_intercept=fit_intercept)),
+                        sparse)
+    cv = StratifiedKFold(5, shuffle=True, random_state=3)
+    validator = GLRUCrossValidator(estimator, cv=cv, scoring=scoring).fit(X, y)
+    assert len(calls) == 1 and validator.fallback_reason_ is None
+    preconditioned = calls[0][1]["preconditioner"] is not None
+    assert preconditioned == (fit_intercept or sparse)
+    expected = exact_scores(estimator, X, y, cv, scoring)
+    if scoring == "accuracy":
+        np.testing.assert_array_equal(validator.scores_, expected)
+    else:
+        np.testing.assert_allclose(validator.scores_, expected, rtol=1e-9)
     values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
                              for train, test in cv.split(X, y)])
     lower, upper = validator.decision_bounds_.T

@@ -2,12 +2,15 @@
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from glru import fold_steps
-from glru.fold_steps import FoldBlock, ScaledFoldBlock, scaled_fold_starts, single_precision
+from glru.fold_steps import (FoldBlock, FoldPreconditioner, ScaledFoldBlock, fold_preconditioner, scaled_fold_starts,
+                             single_precision)
+from glru.newton_centres import weighted_gram
 from glru.losses import get_loss
 from glru.penalties import L2
 from glru.problem import Problem
@@ -197,3 +200,105 @@ def test_scaled_fold_starts_reach_each_folds_optimum(monkeypatch, fit_intercept,
         np.testing.assert_allclose(Z[:d, j], coef, rtol=1e-6, atol=1e-8 * (1 + np.abs(coef).max()))
         if fit_intercept:
             np.testing.assert_allclose(Z[d, j], intercept, rtol=1e-6, atol=1e-8 * (1 + abs(intercept)))
+
+
+def _full_scaling(rng, d, sparse):
+    """(a, c) of the full data's scaling: folds' scalings near it, as a scaler's on most rows."""
+    return np.exp(rng.uniform(-1, 1, size=d)), np.zeros(d) if sparse else rng.standard_normal(d)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(6, 40), d=st.integers(1, 12), fit_intercept=st.booleans(),
+       sparse=st.booleans())
+def test_fold_preconditioner_inverts_the_hessian_it_is_derived_from(seed, n, d, fit_intercept, sparse):
+    """The identity behind FoldPreconditioner: with fold j's own curvatures and strength on the
+    full data's scaled rows, K = Z̃ᵀD_jZ̃ + a_j diag(ρ_j⁻², 0), R_j K R_jᵀ is fold j's Hessian in
+    its own scaling, so the preconditioner built from K undoes the block's Hessian products."""
+    X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(seed, n, d, fit_intercept, sparse)
+    rng = np.random.default_rng(seed + 3)
+    a, c = _full_scaling(rng, d, sparse)
+    if not fit_intercept:
+        shifts, c = np.zeros_like(shifts), np.zeros(d)  # (R_j is diagonal without an intercept)
+    block = ScaledFoldBlock(X, X.T, y, get_loss("logistic"), fit_intercept, Z, dropped, strengths, scales, shifts)
+    V = rng.standard_normal(Z.shape)
+    HV = block.hessian_times(V)
+    dense = X.toarray() if sp.issparse(X) else X
+    full = dense * a + c
+    ratios, offsets = scales / a[:, None], shifts - scales / a[:, None] * c[:, None]
+    for j in range(Z.shape[1]):
+        K = weighted_gram(full, block.curvatures[:, j], fit_intercept)
+        K[np.arange(d), np.arange(d)] += strengths[j] / ratios[:, j] ** 2
+        eigenvalues = np.linalg.eigvalsh(K)
+        if eigenvalues.min() <= 1e-9 * eigenvalues.max():  # (no curvature for the intercept)
+            continue
+        one = FoldPreconditioner(scipy.linalg.cho_factor(K), ratios[:, [j]], offsets[:, [j]])
+        got = one.solve(HV[:, [j]], np.ones(1, dtype=bool))[:, 0]
+        condition = np.linalg.cond(_dense_hessian_scaled(dense, y, fit_intercept, Z[:, j], dropped[j],
+                                                         strengths[j], scales[:, j], shifts[:, j]))
+        np.testing.assert_allclose(got, V[:, j], rtol=0, atol=1e-13 * condition * (1 + np.abs(V[:, j]).max()))
+
+
+def _dense_hessian_scaled(dense, y, fit_intercept, z, dropped, strength, scale, shift):
+    scaled = dense * scale + shift
+    training = np.setdiff1d(np.arange(dense.shape[0]), dropped)
+    return _dense_hessian(scaled, y, "logistic", fit_intercept, z, training, strength)
+
+
+def test_fold_preconditioner_refuses_what_it_cannot_express(monkeypatch):
+    """None where a fold's scaling is no invertible R_j (a zero scale, or shifts without an
+    intercept), and where it does not pay off."""
+    X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(3, 30, 4, True, False)
+    loss, old = get_loss("logistic"), (np.ones(4), np.zeros(4))
+    monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: True)
+    assert fold_preconditioner(X, y, loss, True, np.zeros(4), 0.0, 1.0, scales, shifts, old) is not None
+    assert fold_preconditioner(X, y, loss, False, np.zeros(4), 0.0, 1.0, scales, shifts, old) is None
+    zero = scales.copy()
+    zero[1, 0] = 0.0
+    assert fold_preconditioner(X, y, loss, True, np.zeros(4), 0.0, 1.0, zero, shifts, old) is None
+    monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: False)
+    assert fold_preconditioner(X, y, loss, True, np.zeros(4), 0.0, 1.0, scales, shifts, old) is None
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_preconditioned_steps_reach_each_folds_optimum_in_fewer_products(monkeypatch, fit_intercept, sparse):
+    """Many rows per feature, ill-conditioned columns, folds scaled near the full data's scaling:
+    the steps preconditioned by the full fit's Hessian land every fold on the optimum of an
+    independent solve, with under half the Hessian products of plain conjugate gradients."""
+    n, d = 400, 12
+    X, y, dropped, strengths, _, _, _ = _scaled_folds(5, n, d, fit_intercept, sparse, m=5)
+    X = sp.csr_matrix(X.multiply(np.logspace(-1, 1, d))) if sparse else X * np.logspace(-1, 1, d)
+    rng = np.random.default_rng(6)
+    a, c = _full_scaling(rng, d, sparse)
+    scales = a[:, None] * np.exp(rng.uniform(-0.05, 0.05, size=(d, 5)))
+    shifts = c[:, None] + (np.zeros((d, 5)) if sparse else 0.05 * rng.standard_normal((d, 5)))
+    if not fit_intercept:
+        c, shifts = np.zeros(d), np.zeros((d, 5))
+    strength = 1.0
+    full = (X.toarray() if sp.issparse(X) else X) * a + c
+    loss = get_loss("logistic")
+    fit = solve(Problem(full, y, loss, L2(strength / n), fit_intercept), tol=1e-8)
+    start = np.vstack([np.column_stack([fit.coef * a / scales[:, j] for j in range(5)])]
+                      + ([np.full((1, 5), fit.intercept)] if fit_intercept else []))
+    monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: True)
+    preconditioner = fold_preconditioner(full, y, loss, fit_intercept, fit.coef, fit.intercept, strength, scales,
+                                         shifts, (a, c))
+    strengths = np.full(5, strength)
+    products, counted, original = {}, [], FoldBlock.hessian_times
+    monkeypatch.setattr(FoldBlock, "hessian_times", lambda self, V, *args: counted.append(V.shape[1])
+                        or original(self, V, *args))
+    for name, given in (("plain", None), ("preconditioned", preconditioner)):
+        counted.clear()
+        Z = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, start, given)
+        products[name] = sum(counted)
+        dense = X.toarray() if sp.issparse(X) else X
+        for j, rows in enumerate(dropped):
+            training = np.setdiff1d(np.arange(n), rows)
+            scaled = dense[training] * scales[:, j] + shifts[:, j]
+            problem = Problem(scaled, y[training], loss, L2(strength / training.size), fit_intercept)
+            exact = solve(problem, tol=1e-14)
+            coef, intercept = polish(problem, exact.coef, exact.intercept)
+            np.testing.assert_allclose(Z[:d, j], coef, rtol=1e-6, atol=1e-8 * (1 + np.abs(coef).max()))
+            if fit_intercept:
+                np.testing.assert_allclose(Z[d, j], intercept, rtol=1e-6, atol=1e-8 * (1 + abs(intercept)))
+    assert products["preconditioned"] < products["plain"] / 2, products

@@ -161,7 +161,8 @@ def test_pipeline_folds_stepping_together_along_the_grid(monkeypatch, sparse):
     import sklearn_ext.cross_validation as validator_module
 
     starts, taken = [], validator_module.scaled_fold_starts
-    monkeypatch.setattr(validator_module, "scaled_fold_starts", lambda *args: starts.append(args[-1]) or taken(*args))
+    monkeypatch.setattr(validator_module, "scaled_fold_starts", lambda *args, **kwargs: starts.append(args[-1])
+                        or taken(*args, **kwargs))
     X, y = scaled_problem(15, 36, 160, sparse)
     pipe = make_pipeline(StandardScaler(with_mean=not sparse), LogisticRegression())
     grid = {"logisticregression__C": CS}
