@@ -200,7 +200,8 @@ def certificate_at(problem, coef, intercept=0.0, gap_evaluation=None):
     return Certificate(
         gap=ev.gap, coef=coef, intercept=intercept, n_samples=problem.n, loss=problem.loss,
         penalty=problem.penalty, fit_intercept=problem.fit_intercept, Xt_alpha=ev.Xt_alpha,
-        col_norms_sq=problem.col_norms_sq, dual_domain=problem.dual_domain,
+        # (the box's column sums, O(nnz(X)) and cached on the problem, only where a bound needs them)
+        col_norms_sq=lambda: problem.col_norms_sq, dual_domain=lambda: problem.dual_domain,
         build_problem=lambda: problem, intercept_data=intercept_data,
     )
 

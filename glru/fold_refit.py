@@ -57,9 +57,12 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     if need not in ("labels", "values"):
         raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
-    starts = list(starts) or [(np.zeros(X_train.shape[1]), 0.0)]
-    coef, intercept = starts[0] if len(starts) == 1 else min(starts, key=lambda s: problem.duality_gap(*s).gap)
-    intercept = intercept if fit_intercept else 0.0
+    starts = [(c, b if fit_intercept else 0.0) for c, b in starts] or [(np.zeros(X_train.shape[1]), 0.0)]
+    evaluation = None  # (of the start taken, where several were compared)
+    if len(starts) > 1:
+        evaluation, coef, intercept = min(((problem.duality_gap(*s), *s) for s in starts), key=lambda e: e[0].gap)
+    else:
+        coef, intercept = starts[0]
     signs = None
     if need == "labels":
         signs = SignsDecided(X_test)
@@ -68,7 +71,8 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         # a fold of many held-out rows, one of them near 0, it leaves open: none of the 10-fold
         # folds of a9a.t, mushrooms, w8a and madelon.t with a StandardScaler
         if not chord or X_test.shape[0] <= BALL_FIRST_ROWS:
-            lower, upper, values, evaluation = certified_bounds(problem, coef, intercept, X_test)
+            lower, upper, values, evaluation = certified_bounds(
+                problem, coef, intercept, X_test, lambda lower, upper: signs_decided(lower, upper).all(), evaluation)
             strength = penalty.strong_convexity  # (the solve's checks then wait for the radius it needs)
             if signs.decided(lower, upper, primal_radius(evaluation.gap, strength) if strength > 0 else None):
                 return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)

@@ -122,13 +122,23 @@ class MulticlassOutcome:
         return self.classes[winner]
 
 
-def certified_bounds(problem, coef, intercept, X_test):
+def certified_bounds(problem, coef, intercept, X_test, enough=None, evaluation=None):
     """(lower, upper, values, evaluation) of X_test's decision values for ``problem`` at (coef,
     intercept): certified bounds (exact intercept bracket), the values, and the point's
-    :class:`glru.problem.GapEvaluation`."""
-    ev = problem.duality_gap(coef, intercept)
-    lower, upper = certificate_at(problem, coef, intercept, ev).decision_bounds(X_test, intercept="exact")
-    return lower, upper, np.asarray(X_test @ coef).ravel() + intercept, ev
+    :class:`glru.problem.GapEvaluation`. With ``enough`` (a predicate on (lower, upper)), the
+    ball's bounds alone where they satisfy it: the box's need the dual domain and a dense copy
+    of X_test's rows, and narrow little a ball of a point near its optimum (a tenth of the time
+    of a 10-fold Pipeline of sparse Gaussian 10000 × 1000 whose folds reach relative gaps of
+    1e-13 before these bounds). ``evaluation``: the point's gap evaluation, if made already."""
+    ev = problem.duality_gap(coef, intercept) if evaluation is None else evaluation
+    certificate = certificate_at(problem, coef, intercept, ev)
+    values = np.asarray(X_test @ coef).ravel() + intercept
+    if enough is not None:
+        lower, upper = certificate.decision_bounds(X_test, intercept="exact", box=False)
+        if enough(lower, upper):
+            return lower, upper, values, ev
+    lower, upper = certificate.decision_bounds(X_test, intercept="exact")
+    return lower, upper, values, ev
 
 
 def held_out_bounds(problem, coef, intercept, X_test):

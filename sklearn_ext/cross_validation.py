@@ -472,9 +472,9 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
                         previous=None, fitted_steps=None, preconditioner=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
-    dimensions agree, or (binary) from ``previous`` if that has the smaller duality gap: its
-    solution at a neighbouring grid point, or where its Newton–CG steps with the other folds
-    ended (:func:`_starts_together`). Where the last step is a per-feature scaler, the full
+    dimensions agree, or (binary) from ``previous``: its solution at a neighbouring grid point
+    if that has the smaller duality gap, or where its Newton–CG steps with the other folds
+    ended (:func:`_starts_together`; then ``fitted_steps`` is given). Where the last step is a per-feature scaler, the full
     fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
     same decision values): on leave-one-out its bounds then decide most held-out labels.
     ``fitted_steps``: the steps fitted on the split's training rows already, if they are.
@@ -501,6 +501,8 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
         if n_classes == 2:
             starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape
                                             else [])
+            if fitted_steps is not None and len(starts) == 2:  # where its Newton–CG steps with the other folds
+                starts = starts[1:]  # ended, from this start (or a neighbouring grid point's): no gap to compare
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
                                  model.fit_intercept, starts, need)
         elif model.multiclass == "multinomial":
