@@ -130,8 +130,11 @@ class FoldBlock:
             for _ in range(CG_MAX_ITER):
                 if not running.any():
                     break
-                HD = np.zeros_like(D)  # the products of the columns still running only
-                HD[:, running] = self.hessian_times(D[:, running], running, rough)
+                if running.all():  # (no copies of the block's columns)
+                    HD = self.hessian_times(D, slice(None), rough)
+                else:  # the products of the columns still running only
+                    HD = np.zeros_like(D)
+                    HD[:, running] = self.hessian_times(D[:, running], running, rough)
                 curvature = np.einsum("ij,ij->j", D, HD)
                 running &= curvature > 0  # a flat direction (no curvature left): keep the step so far
                 alpha = np.divide(rho, curvature, out=np.zeros_like(rho), where=running)
@@ -256,17 +259,20 @@ class ScaledFoldBlock(FoldBlock):
     def __init__(self, X, XT, y, loss, fit_intercept, Z, dropped, strengths, scales, shifts, rough=None,
                  preconditioner=None):
         self.scales, self.shifts = scales, shifts  # (before the margins, which read them)
+        self.centred = bool(np.any(shifts))  # (else the shifts' terms are skipped: 0)
         super().__init__(X, XT, y, loss, fit_intercept, Z, None, dropped, strengths, rough, preconditioner)
 
     def _margins(self, V, X=None, columns=slice(None)):
         W = V[:-1] if self.fit_intercept else V
         scaled = (self.scales[:, columns] * W).astype(W.dtype, copy=False)
-        U = np.asarray((self.X if X is None else X) @ scaled) + np.einsum("ij,ij->j", self.shifts[:, columns], W)
+        U = np.asarray((self.X if X is None else X) @ scaled)
+        if self.centred:
+            U += np.einsum("ij,ij->j", self.shifts[:, columns], W)
         return U + V[-1] if self.fit_intercept else U
 
     def _transposed(self, T, columns=slice(None), XT=None):
-        return self.scales[:, columns] * np.asarray((self.XT if XT is None else XT) @ T) \
-            + self.shifts[:, columns] * T.sum(axis=0)
+        XT_T = self.scales[:, columns] * np.asarray((self.XT if XT is None else XT) @ T)
+        return XT_T + self.shifts[:, columns] * T.sum(axis=0) if self.centred else XT_T
 
 
 class FoldPreconditioner:
@@ -357,7 +363,10 @@ def block_columns(X):
     return max(1, max(BLOCK_FLOATS, stored // 4) // (2 * sum(X.shape)))
 
 
-BLOCK_FLOATS = 1 << 17  # 1 MiB
+# 4 MiB: 10-fold in one block where n + d ≤ 26 000 (a product with 10 columns costs 1.4–2.5 times
+# one with 5); with a StandardScaler, 10-fold Gaussian 10000 × 1000 (2 %) 0.74 → 0.58 s, binary
+# 5000 × 3000 (1 %) 2.11 → 1.50 s, binary 20000 × 500 (5 %) 1.29 → 1.11 s against 1 MiB blocks
+BLOCK_FLOATS = 1 << 19
 
 
 def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z, preconditioner=None):
@@ -391,8 +400,14 @@ def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, sc
                                 None if preconditioner is None else preconditioner.of(running))
         G = block.gradients()
         norms = np.linalg.norm(G, axis=0)
-        going = norms ** 2 / (2 * strengths[running]) > START_GAP * np.abs(block.objective)
-        forcing = np.where(going, forcing_terms(norms, [last.get(j) for j in running]), np.inf)  # (∞: no CG)
+        target = np.sqrt(2 * strengths[running] * START_GAP * np.abs(block.objective))  # (the norm that stops)
+        going = norms > target
+        # no oversolving: a step whose residual is half the gradient that stops is accurate enough
+        # (Kelley's safeguard of Eisenstat and Walker's terms, "Iterative Methods for Linear and
+        # Nonlinear Equations", 1995, §6.3); the last step of a fold of sparse Gaussian
+        # 10000 × 1000, 10-fold, took 69 CG iterations for a tenfold more than it needed
+        forcing = np.where(going, np.maximum(forcing_terms(norms, [last.get(j) for j in running]),
+                                             OVERSOLVING_SHARE * target / norms), np.inf)  # (∞: no CG)
         S = block.newton_steps(G, forcing)
         going &= -np.einsum("ij,ij->j", G, S) > 4 * EPS * np.abs(block.objective)
         Z[:, running[going]] += (S * block.line_search(S, G))[:, going]
@@ -403,6 +418,7 @@ def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, sc
 
 START_GAP = 1e-13  # (the held-out signs of a fold of madelon.t with a StandardScaler need 1e-10 to 1e-14)
 START_STEPS = 50
+OVERSOLVING_SHARE = 0.5
 
 
 def single_precision(X):
