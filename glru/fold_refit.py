@@ -33,7 +33,7 @@ from .semismooth import newton_step
 from .solver import SEMISMOOTH_CHEAP_DIM, SignsDecided, hessian_is_cheap, solve_held_out
 
 
-def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels"):
+def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels", polished=False):
     """The exact outcome of one fold: certified bounds on its held-out decision values, its
     labels, and (with ``need="values"``) its solution to rounding level.
 
@@ -48,6 +48,10 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     need : {"labels", "values"}
         "labels" stops as soon as every held-out sign is certified, at the start if its bounds
         decide them all (then nothing is solved).
+    polished : bool
+        Whether the (one) start is polished to rounding level already (the Newton steps of
+        :func:`glru.fold_steps.scaled_fold_starts` with ``polish``): with ``need="values"`` it is
+        then read as it is, where its duality gap confirms rounding level.
 
     Returns
     -------
@@ -63,6 +67,10 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         evaluation, coef, intercept = min(((problem.duality_gap(*s), *s) for s in starts), key=lambda e: e[0].gap)
     else:
         coef, intercept = starts[0]
+    if polished and need == "values":
+        outcome = outcome_at(problem, coef, intercept, X_test, solved=True)
+        if outcome.rounded:
+            return outcome
     signs = None
     if need == "labels":
         signs = SignsDecided(X_test)

@@ -247,9 +247,9 @@ class GLRUCrossValidator(BaseEstimator):
         stepping = [j for j, k in enumerate(trainable) if need == "values" or train_scores
                     or splits[k][1].size > BALL_FIRST_ROWS] \
             if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 else []
-        together = dict(zip(stepping, _starts_together(  # fold j → (its start, its fitted steps)
+        together = dict(zip(stepping, _starts_together(  # fold j → (its start, its fitted steps, polished)
             preprocessing, model, X, y, codes, [splits[trainable[j]][0] for j in stepping], start, full_pre, X_full,
-            [previous_folds[j] for j in stepping]) or [])) if stepping else {}
+            [previous_folds[j] for j in stepping], need == "values" or train_scores) or [])) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
                                          "values" if train_scores else need, *together.get(j, (previous_folds[j],)),
@@ -432,15 +432,17 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True):
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
 
 
-def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full, previous):
-    """(start (coef, intercept), steps fitted on the fold's rows) for the binary folds with
+def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full, previous, polish):
+    """(start (coef, intercept), steps fitted on the fold's rows, whether the start is polished
+    to rounding level) for the binary folds with
     training rows ``trains`` of a Pipeline whose one step is a per-feature scaler
     (:func:`~sklearn_ext._adapters.affine_scaling`):
     Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
     from each fold's ``previous`` point (its solution at a neighbouring grid point) where there
     is one, else from the full fit ``start`` carried over to the fold's scaling, their conjugate
     gradients preconditioned by the full fit's Hessian where that pays off
-    (:func:`glru.fold_steps.fold_preconditioner`); None where the steps do not pay off
+    (:func:`glru.fold_steps.fold_preconditioner`), and with ``polish`` (the folds' values are
+    needed) on to rounding level; None where the steps do not pay off
     (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
     old = affine_scaling(full_steps[-1])
     targets = np.where(codes == 1, 1.0, -1.0)
@@ -464,12 +466,14 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
         preconditioner = fold_preconditioner(X_full, targets, model.loss, model.fit_intercept, *start,
                                              n * model.penalty_for(n).lam, scales, shifts, old)
         Z = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
-                               scales, shifts, np.column_stack(points), preconditioner=preconditioner)
-    return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps) for z, steps in zip(Z.T, fitted)]
+                               scales, shifts, np.column_stack(points), preconditioner=preconditioner, polish=polish)
+    Z, polished = Z if polish else (Z, np.zeros(len(fitted), dtype=bool))
+    return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps, done)
+            for z, steps, done in zip(Z.T, fitted, polished)]
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
-                        previous=None, fitted_steps=None, preconditioner=None):
+                        previous=None, fitted_steps=None, polished=False, preconditioner=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
     dimensions agree, or (binary) from ``previous``: its solution at a neighbouring grid point
@@ -477,7 +481,8 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     ended (:func:`_starts_together`; then ``fitted_steps`` is given). Where the last step is a per-feature scaler, the full
     fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
     same decision values): on leave-one-out its bounds then decide most held-out labels.
-    ``fitted_steps``: the steps fitted on the split's training rows already, if they are.
+    ``fitted_steps``: the steps fitted on the split's training rows already, if they are;
+    ``polished``: whether those Newton–CG steps polished ``previous`` to rounding level.
     ``preconditioner``: for a multinomial fold, the full fit's factorized Hessian
     (:func:`_full_fit`), or None."""
     train, test = split
@@ -504,7 +509,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
             if fitted_steps is not None and len(starts) == 2:  # where its Newton–CG steps with the other folds
                 starts = starts[1:]  # ended, from this start (or a neighbouring grid point's): no gap to compare
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                                 model.fit_intercept, starts, need)
+                                 model.fit_intercept, starts, need, polished and len(starts) == 1)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                              intercept, need, preconditioner)

@@ -338,13 +338,16 @@ def test_scaled_folds_stepping_together_equal_exact_refits(monkeypatch, fit_inte
 def test_scaled_folds_preconditioned_by_the_full_fit_equal_exact_refits(monkeypatch, fit_intercept, sparse, scoring):
     """Many rows per feature, the folds' steps taken together (forced here: d is small) and
     preconditioned by the full fit's Hessian (forced too): scores and bounds are the exact
-    refits'. Without an intercept a centring scaler's folds cannot be so preconditioned."""
+    refits'. Without an intercept a centring scaler's folds cannot be so preconditioned. With a
+    scorer of values the steps polish the folds, which no solve of their own then follows."""
+    import glru.fold_refit
     import glru.fold_steps
     import sklearn_ext.cross_validation as module
 
-    calls = _steps_taken_together(monkeypatch)
+    calls, solves, solve = _steps_taken_together(monkeypatch), [], glru.fold_refit.solve_held_out
     monkeypatch.setattr(module, "steps_together_pay_off", lambda problem: True)
     monkeypatch.setattr(glru.fold_steps, "preconditioning_pays_off", lambda *args: True)
+    monkeypatch.setattr(glru.fold_refit, "solve_held_out", lambda *args: solves.append(1) or solve(*args))
     X, y = scaled_problem(23, 300, 9, sparse)
     estimator = learned(make_pipeline(StandardScaler(), LogisticRegression(C=0.5, fit_intercept=fit_intercept)),
                         sparse)
@@ -353,6 +356,9 @@ def test_scaled_folds_preconditioned_by_the_full_fit_equal_exact_refits(monkeypa
     assert len(calls) == 1 and validator.fallback_reason_ is None
     preconditioned = calls[0][1]["preconditioner"] is not None
     assert preconditioned == (fit_intercept or sparse)
+    assert calls[0][1]["polish"] == (scoring == "neg_log_loss")
+    if scoring == "neg_log_loss":
+        assert not solves
     expected = exact_scores(estimator, X, y, cv, scoring)
     if scoring == "accuracy":
         np.testing.assert_array_equal(validator.scores_, expected)

@@ -308,3 +308,27 @@ def test_preconditioned_steps_reach_each_folds_optimum_in_fewer_products(monkeyp
             exact = solve(problem, tol=1e-14)
             _assert_within_start_gap(problem, Z[:, j], polish(problem, exact.coef, exact.intercept))
     assert products["preconditioned"] < products["plain"] / 2, products
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_polished_fold_starts_reach_rounding_level(fit_intercept, sparse):
+    """With ``polish`` the steps go on past the start gap to where the gradient stops shrinking:
+    every fold settles at the point glru.solver.polish reaches from an independent solve, to
+    rounding (far inside the start gap's radius)."""
+    n, d = 40, 60
+    X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(17, n, d, fit_intercept, sparse, m=4)
+    loss = get_loss("logistic")
+    Z, settled = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, 10 * Z,
+                                    polish=True)
+    assert settled.all()
+    dense = X.toarray() if sp.issparse(X) else X
+    for j, rows in enumerate(dropped):
+        training = np.setdiff1d(np.arange(n), rows)
+        scaled = dense[training] * scales[:, j] + shifts[:, j]
+        problem = Problem(scaled, y[training], loss, L2(strengths[j] / training.size), fit_intercept)
+        exact = solve(problem, tol=1e-14)
+        optimum = problem.join(*polish(problem, exact.coef, exact.intercept))
+        scale = 1 + np.abs(optimum).max()
+        np.testing.assert_allclose(Z[:, j], optimum, rtol=0, atol=1e-10 * scale / problem.penalty.lam ** 0.5)
+        assert np.linalg.norm(problem.grad(Z[:, j])) <= 10 * np.linalg.norm(problem.grad(optimum)) + 1e-15
