@@ -355,18 +355,21 @@ def preconditioning_pays_off(X, fit_intercept, n_folds):
 SETUP_PRODUCTS = 40
 
 
-def block_columns(X):
-    """How many folds are taken together: (n + d) × folds blocks of at most ``BLOCK_FLOATS``
-    floats, or of a quarter of X's own storage when that is more (fewer, larger products on
-    large dense X)."""
+def block_columns(X, floats=None):
+    """How many folds are taken together: (n + d) × folds blocks of at most ``floats`` floats
+    (``BLOCK_FLOATS``), or of a quarter of X's own storage when that is more (fewer, larger
+    products on large dense X)."""
     stored = X.nnz if sp.issparse(X) else X.size
-    return max(1, max(BLOCK_FLOATS, stored // 4) // (2 * sum(X.shape)))
+    return max(1, max(BLOCK_FLOATS if floats is None else floats, stored // 4) // (2 * sum(X.shape)))
 
 
-# 4 MiB: 10-fold in one block where n + d ≤ 26 000 (a product with 10 columns costs 1.4–2.5 times
-# one with 5); with a StandardScaler, 10-fold Gaussian 10000 × 1000 (2 %) 0.74 → 0.58 s, binary
-# 5000 × 3000 (1 %) 2.11 → 1.50 s, binary 20000 × 500 (5 %) 1.29 → 1.11 s against 1 MiB blocks
-BLOCK_FLOATS = 1 << 19
+BLOCK_FLOATS = 1 << 17  # 1 MiB: the engine's blocks (a9a.t 10-fold, 6 MiB at peak; 11 MiB with 4 MiB blocks)
+# 4 MiB for folds scaled each its own way, where scikit-learn's own computation holds a scaled copy of
+# the fold's rows anyway (the peak of a 10-fold Pipeline did not move): 10-fold in one block where
+# n + d ≤ 26 000 (a product with 10 columns costs 1.4–2.5 times one with 5); with a StandardScaler,
+# 10-fold Gaussian 10000 × 1000 (2 %) 0.74 → 0.58 s, binary 5000 × 3000 (1 %) 2.11 → 1.50 s,
+# binary 20000 × 500 (5 %) 1.29 → 1.11 s against 1 MiB blocks
+SCALED_BLOCK_FLOATS = 1 << 19
 
 
 def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z, preconditioner=None,
@@ -387,7 +390,7 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
     so polished: those whose steps did not run out first)."""
     Z = np.array(Z, dtype=float)
     XT, rough = X.T, single_precision(X)
-    size = block_columns(X)
+    size = block_columns(X, SCALED_BLOCK_FLOATS)
     settled = np.zeros(Z.shape[1], dtype=bool)
     for first in range(0, Z.shape[1], size):
         _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z,

@@ -185,7 +185,7 @@ def test_scaled_fold_starts_reach_each_folds_optimum(monkeypatch, fit_intercept,
     fold) land every fold on the optimum of an independent solve on its scaled training rows
     (n < d: the folds' Hessians far from one another), to the relative gap the steps stop at."""
     if blocks == "of_one_fold":
-        monkeypatch.setattr(fold_steps, "block_columns", lambda X: 1)
+        monkeypatch.setattr(fold_steps, "block_columns", lambda X, floats=None: 1)
     n, d = 40, 60
     X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(17, n, d, fit_intercept, sparse, m=4)
     loss = get_loss("logistic")
