@@ -177,6 +177,17 @@ def test_scaled_block_matches_each_folds_scaled_data(seed, n, d, fit_intercept, 
         np.testing.assert_allclose(HV[:, j], expected, rtol=1e-10, atol=1e-10 * (1 + np.abs(expected).max()))
 
 
+def _independent_optima(X, y, loss, fit_intercept, dropped, strengths, scales, shifts):
+    """(problem, its optimum polished to rounding) of each fold on its own scaled training rows."""
+    dense = X.toarray() if sp.issparse(X) else X
+    for j, rows in enumerate(dropped):
+        training = np.setdiff1d(np.arange(X.shape[0]), rows)
+        scaled = dense[training] * scales[:, j] + shifts[:, j]
+        problem = Problem(scaled, y[training], loss, L2(strengths[j] / training.size), fit_intercept)
+        exact = solve(problem, tol=1e-14)
+        yield problem, polish(problem, exact.coef, exact.intercept)
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("blocks", ["one", "of_one_fold"])
@@ -190,13 +201,9 @@ def test_scaled_fold_starts_reach_each_folds_optimum(monkeypatch, fit_intercept,
     X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(17, n, d, fit_intercept, sparse, m=4)
     loss = get_loss("logistic")
     Z = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, 10 * Z)
-    dense = X.toarray() if sp.issparse(X) else X
-    for j, rows in enumerate(dropped):
-        training = np.setdiff1d(np.arange(n), rows)
-        scaled = dense[training] * scales[:, j] + shifts[:, j]
-        problem = Problem(scaled, y[training], loss, L2(strengths[j] / training.size), fit_intercept)
-        exact = solve(problem, tol=1e-14)
-        _assert_within_start_gap(problem, Z[:, j], polish(problem, exact.coef, exact.intercept))
+    for j, (problem, optimum) in enumerate(_independent_optima(X, y, loss, fit_intercept, dropped, strengths,
+                                                                scales, shifts)):
+        _assert_within_start_gap(problem, Z[:, j], optimum)
 
 
 def _assert_within_start_gap(problem, z, optimum):
@@ -296,17 +303,13 @@ def test_preconditioned_steps_reach_each_folds_optimum_in_fewer_products(monkeyp
     products, counted, original = {}, [], FoldBlock.hessian_times
     monkeypatch.setattr(FoldBlock, "hessian_times", lambda self, V, *args: counted.append(V.shape[1])
                         or original(self, V, *args))
+    optima = list(_independent_optima(X, y, loss, fit_intercept, dropped, strengths, scales, shifts))
     for name, given in (("plain", None), ("preconditioned", preconditioner)):
         counted.clear()
         Z = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, start, given)
         products[name] = sum(counted)
-        dense = X.toarray() if sp.issparse(X) else X
-        for j, rows in enumerate(dropped):
-            training = np.setdiff1d(np.arange(n), rows)
-            scaled = dense[training] * scales[:, j] + shifts[:, j]
-            problem = Problem(scaled, y[training], loss, L2(strength / training.size), fit_intercept)
-            exact = solve(problem, tol=1e-14)
-            _assert_within_start_gap(problem, Z[:, j], polish(problem, exact.coef, exact.intercept))
+        for j, (problem, optimum) in enumerate(optima):
+            _assert_within_start_gap(problem, Z[:, j], optimum)
     assert products["preconditioned"] < products["plain"] / 2, products
 
 
@@ -322,13 +325,9 @@ def test_polished_fold_starts_reach_rounding_level(fit_intercept, sparse):
     Z, settled = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, 10 * Z,
                                     polish=True)
     assert settled.all()
-    dense = X.toarray() if sp.issparse(X) else X
-    for j, rows in enumerate(dropped):
-        training = np.setdiff1d(np.arange(n), rows)
-        scaled = dense[training] * scales[:, j] + shifts[:, j]
-        problem = Problem(scaled, y[training], loss, L2(strengths[j] / training.size), fit_intercept)
-        exact = solve(problem, tol=1e-14)
-        optimum = problem.join(*polish(problem, exact.coef, exact.intercept))
+    for j, (problem, optimum) in enumerate(_independent_optima(X, y, loss, fit_intercept, dropped, strengths,
+                                                                scales, shifts)):
+        optimum = problem.join(*optimum)
         scale = 1 + np.abs(optimum).max()
         np.testing.assert_allclose(Z[:, j], optimum, rtol=0, atol=1e-10 * scale / problem.penalty.lam ** 0.5)
         assert np.linalg.norm(problem.grad(Z[:, j])) <= 10 * np.linalg.norm(problem.grad(optimum)) + 1e-15
