@@ -33,7 +33,8 @@ from .semismooth import newton_step
 from .solver import SEMISMOOTH_CHEAP_DIM, SignsDecided, hessian_is_cheap, solve_held_out
 
 
-def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels", polished=False):
+def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels", polished=False,
+               preconditioner=None):
     """The exact outcome of one fold: certified bounds on its held-out decision values, its
     labels, and (with ``need="values"``) its solution to rounding level.
 
@@ -52,6 +53,9 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         Whether the (one) start is polished to rounding level already (the Newton steps of
         :func:`glru.fold_steps.scaled_fold_starts` with ``polish``): with ``need="values"`` it is
         then read as it is, where its duality gap confirms rounding level.
+    preconditioner : callable, optional
+        v ↦ M⁻¹v, M ≈ the fold's Hessian up to a scale (:meth:`glru.fold_steps.FoldPreconditioner.of_fold`),
+        for the conjugate gradients of its polish.
 
     Returns
     -------
@@ -93,7 +97,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     # the column summaries its solve and the bounds below both need, computed once
     coef, intercept = solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
                                      X_test if need == "labels" else None, TOL_ROUNDING, method,
-                                     (problem.col_norms_sq, problem.dual_domain), signs)
+                                     (problem.col_norms_sq, problem.dual_domain), signs, preconditioner)
     intercept = intercept if fit_intercept else 0.0
     outcome = outcome_at(problem, coef, intercept, X_test, solved=True)
     if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):

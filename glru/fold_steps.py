@@ -297,6 +297,11 @@ class FoldPreconditioner:
         """The preconditioner of the folds ``folds`` (indices or a mask) only."""
         return FoldPreconditioner(self.factor, self.ratios[:, folds], self.offsets[:, folds])
 
+    def of_fold(self, j):
+        """v ↦ M_j⁻¹v for fold j alone (a fold's own polish, :func:`glru.solver.polish`)."""
+        one = self.of([j])
+        return lambda v: one.solve(np.asarray(v, dtype=float).reshape(-1, 1), np.ones(1, dtype=bool))[:, 0]
+
     def solve(self, R, columns):
         """M_j⁻¹r_j for the columns r_j of R, those of the folds ``columns`` (a mask)."""
         ratios, offsets = self.ratios[:, columns], self.offsets[:, columns]

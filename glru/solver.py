@@ -616,7 +616,7 @@ def warn_not_converged(result, tol):
 
 
 def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate=False, decrement_tol=0.0,
-           objective=None):
+           objective=None, preconditioner=None):
     """Newton steps from a solved point until the gradient stops shrinking (L2 penalty only).
 
     A duality gap cannot resolve the optimum better than its rounding allowance: at a relative
@@ -629,24 +629,27 @@ def polish(problem, coef, intercept, max_steps=20, newton_solve=None, accelerate
     exact Hessian at z: quadratic convergence when d is small); a step that does not reduce ‖g‖ ends the
     polish (rounding level reached), and so does a step whose Newton decrement gᵀH⁻¹g (≈ twice the
     suboptimality before it) is at most ``decrement_tol``, where a duality gap is all that is
-    needed. ``objective``: damped steps instead (:func:`newton_polish`). Returns (coef, intercept).
+    needed. ``objective``: damped steps instead (:func:`newton_polish`). ``preconditioner``: v ↦ M⁻¹v
+    for the conjugate gradients, M ≈ the Hessian up to a scale. Returns (coef, intercept).
     """
     if problem.penalty.kappa > 0:
         return coef, intercept
     z = newton_polish(problem.join(coef, intercept), problem.grad, problem.hessp, max_steps, newton_solve,
-                      accelerate=accelerate, decrement_tol=decrement_tol, objective=objective)
+                      accelerate=accelerate, decrement_tol=decrement_tol, objective=objective,
+                      preconditioner=preconditioner)
     return problem.split(z)
 
 
 def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4, accelerate=False,
-                  decrement_tol=0.0, objective=None):
+                  decrement_tol=0.0, objective=None, preconditioner=None):
     """The loop of :func:`polish` on a flat parameter vector z of any smooth objective given by
     ``grad(z)`` and ``hessp(z, v)``: Newton steps (CG to relative residual ``cg_rtol``, or
     ``newton_solve(g, z)``) while ‖g‖ shrinks, and until a step's decrement −gᵀs is at most
     ``decrement_tol``. ``accelerate``: the next point combines the last steps
     (:class:`glru.anderson.Anderson`), for chord steps (a frozen Hessian: linear convergence).
     With ``objective`` (a callable of z) each step is halved until the objective decreases
-    instead (damped Newton: global convergence from a cold start). Returns z."""
+    instead (damped Newton: global convergence from a cold start). ``preconditioner``: v ↦ M⁻¹v
+    for the conjugate gradients. Returns z."""
     anderson = Anderson(ANDERSON_DEPTH) if accelerate else None
     g = grad(z)
     # near separation the curvature underflows: CG can break down (0/0) and a step can blow up;
@@ -660,7 +663,9 @@ def newton_polish(z, grad, hessp, max_steps=20, newton_solve=None, cg_rtol=1e-4,
                     break  # intercept, every residual on a linear piece): the polish ends at the solved point
             else:
                 hessian = LinearOperator((z.size, z.size), matvec=lambda v, at=z: hessp(at, v), dtype=float)
-                step, _ = cg(hessian, -g, rtol=cg_rtol, maxiter=10 * z.size)  # inexact Newton: ‖g‖ × cg_rtol a step
+                M = None if preconditioner is None else LinearOperator((z.size, z.size), matvec=preconditioner,
+                                                                       dtype=float)
+                step, _ = cg(hessian, -g, rtol=cg_rtol, maxiter=10 * z.size, M=M)  # inexact Newton: ‖g‖ × cg_rtol
             if not np.all(np.isfinite(step)):
                 break
             if objective is not None:
@@ -850,7 +855,7 @@ class SignsDecided:
 
 
 def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol, method="auto",
-                   column_summaries=None, signs=None):
+                   column_summaries=None, signs=None, preconditioner=None):
     """Solve the problem on (X_train, y_train) from (coef, intercept) by :func:`solve`'s
     ``method``, to relative gap ``tol`` and then polished (:func:`polish`); with ``X_test``,
     stop as soon as the signs of its decision values are certified (Remark 3). Returns (coef,
@@ -859,7 +864,8 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     caller has them (:meth:`Problem.column_summaries_after`): built here, they are a pass over
     X_train in small blocks, 8 ms of a 20 ms leave-one-out solve on sparse 1000 × 5000. ``signs``:
     the :class:`SignsDecided` of X_test to go on with, where the caller has checked the start
-    (its next check waits for the radius the open rows need)."""
+    (its next check waits for the radius the open rows need). ``preconditioner``: v ↦ M⁻¹v for
+    the polish's conjugate gradients (M ≈ the Hessian up to a scale), where it is not formed."""
     from .certificate import certificate_at  # (certificate imports this module)
 
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
@@ -883,7 +889,8 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     # its products dear (it ended on those steps) or it costs few of them
     formed = result.method.endswith("formed-newton") or _formed_polish_pays(problem)
     return polish(problem, result.coef, result.intercept,
-                  newton_solve=dense_newton_solve(problem, frozen=True) if formed else None)
+                  newton_solve=dense_newton_solve(problem, frozen=True) if formed else None,
+                  preconditioner=None if formed else preconditioner)
 
 
 def _formed_polish_pays(problem):

@@ -247,7 +247,7 @@ class GLRUCrossValidator(BaseEstimator):
         stepping = [j for j, k in enumerate(trainable) if need == "values" or train_scores
                     or splits[k][1].size > BALL_FIRST_ROWS] \
             if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 else []
-        together = dict(zip(stepping, _starts_together(  # fold j → (its start, its fitted steps, polished)
+        together = dict(zip(stepping, _starts_together(  # fold j → (its start, fitted steps, polished, M_j⁻¹)
             preprocessing, model, X, y, codes, [splits[trainable[j]][0] for j in stepping], start, full_pre, X_full,
             [previous_folds[j] for j in stepping], need == "values" or train_scores) or [])) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
@@ -434,7 +434,7 @@ START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _
 
 def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full, previous, polish):
     """(start (coef, intercept), steps fitted on the fold's rows, whether the start is polished
-    to rounding level) for the binary folds with
+    to rounding level, the fold's v ↦ M_j⁻¹v or None) for the binary folds with
     training rows ``trains`` of a Pipeline whose one step is a per-feature scaler
     (:func:`~sklearn_ext._adapters.affine_scaling`):
     Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
@@ -468,12 +468,14 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
         Z = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
                                scales, shifts, np.column_stack(points), preconditioner=preconditioner, polish=polish)
     Z, polished = Z if polish else (Z, np.zeros(len(fitted), dtype=bool))
-    return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps, done)
-            for z, steps, done in zip(Z.T, fitted, polished)]
+    return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps, done,
+             None if preconditioner is None else preconditioner.of_fold(j))
+            for j, (z, steps, done) in enumerate(zip(Z.T, fitted, polished))]
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
-                        previous=None, fitted_steps=None, polished=False, preconditioner=None):
+                        previous=None, fitted_steps=None, polished=False, fold_preconditioner=None,
+                        preconditioner=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
     dimensions agree, or (binary) from ``previous``: its solution at a neighbouring grid point
@@ -482,7 +484,8 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
     same decision values): on leave-one-out its bounds then decide most held-out labels.
     ``fitted_steps``: the steps fitted on the split's training rows already, if they are;
-    ``polished``: whether those Newton–CG steps polished ``previous`` to rounding level.
+    ``polished``: whether those Newton–CG steps polished ``previous`` to rounding level;
+    ``fold_preconditioner``: their v ↦ M_j⁻¹v for the fold's polish, if they had one.
     ``preconditioner``: for a multinomial fold, the full fit's factorized Hessian
     (:func:`_full_fit`), or None."""
     train, test = split
@@ -509,7 +512,8 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
             if fitted_steps is not None and len(starts) == 2:  # where its Newton–CG steps with the other folds
                 starts = starts[1:]  # ended, from this start (or a neighbouring grid point's): no gap to compare
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                                 model.fit_intercept, starts, need, polished and len(starts) == 1)
+                                 model.fit_intercept, starts, need, polished and len(starts) == 1,
+                                 fold_preconditioner)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                              intercept, need, preconditioner)
