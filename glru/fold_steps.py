@@ -392,7 +392,7 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
     rounding level of :func:`glru.solver.polish`, reached with products shared by the folds
     (one fold's polish by SciPy's CG took three Newton steps of about 46 products each on sparse
     Gaussian 10000 × 1000, 10-fold with a StandardScaler); then returns (Z, a mask of the folds
-    so polished: those whose steps did not run out first)."""
+    so polished: those past the start gap whose steps did not run out first)."""
     Z = np.array(Z, dtype=float)
     XT, rough = X.T, single_precision(X)
     size = block_columns(X, SCALED_BLOCK_FLOATS)
@@ -406,7 +406,7 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
 def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z, running,
                     preconditioner, polish, settled):
     """:func:`scaled_fold_starts` for the folds ``running``, their columns of Z updated in place,
-    and ``settled`` set where a fold stops before its steps run out."""
+    and ``settled`` set where a polish ends, past the start gap, before its steps run out."""
     last, best = {}, {}  # fold → (its gradient norm, forcing term) at the last step; (smallest norm, its point)
     for _ in range(START_STEPS + (POLISH_STEPS if polish else 0)):
         if running.size == 0:
@@ -442,7 +442,7 @@ def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, sc
         Z[:, running[going]] += (S * lengths)[:, going]
         for j, norm, eta in zip(running, norms, forcing):
             last[j] = (norm, eta)
-        settled[running[~going]] = True
+        settled[[j for j in running[~going] if j in best]] = True  # (a fold stopped short of the gap is not)
         running = running[going]
 
 
