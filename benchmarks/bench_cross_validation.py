@@ -9,6 +9,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --shapes               # synthetic shapes only (~5 min)
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipelines            # StandardScaler Pipelines only
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipeline-shapes      # StandardScaler + LR on the shapes
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --five-fold            # StandardScaler + LR, 5-fold, more shapes
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical              # scikit-learn's own data, defaults
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical --only digits   # its rows on digits
 
@@ -164,6 +165,21 @@ def shapes():
         yield f"{kind} {n} × {d} ({100 * density:g} %)", X, y
 
 
+def five_fold_sets():
+    """(name, X, y, C) of shapes whose five folds hold many rows each: binary 20000 × 500 (5 %) of
+    shapes() at three C, dense make_classification 20000 × 600, and sparse 30000 × 800 (1 %) of
+    exponential values with labels from a noisy linear model (seeded)."""
+    X, y = next((X, y) for name, X, y in shapes() if name.startswith("binary 20000"))
+    for C in (0.01, 1.0, 100.0):
+        yield "binary 20000 × 500 (5 %)", X, y, C
+    X, y = make_classification(n_samples=20000, n_features=600, n_informative=300, random_state=1)
+    yield "dense 20000 × 600", X, y, 1.0
+    rng = np.random.default_rng(5)
+    X = sp.random(30000, 800, density=0.01, format="csr", random_state=rng, data_rvs=lambda k: rng.exponential(size=k))
+    yield "sparse exponential 30000 × 800 (1 %)", X, (X @ rng.standard_normal(800) + 0.3 * rng.standard_normal(30000)
+                                                      > 0).astype(int), 1.0
+
+
 def pipeline_sets():
     """(name, X, y, cv) for the Pipeline rows: shared data 10-fold (sparse ones scaled without
     centring, as StandardScaler requires), two small multiclass sets leave-one-out, and
@@ -203,6 +219,9 @@ def main(argv=None):
     parser.add_argument("--pipeline-shapes", action="store_true",
                         help="only StandardScaler + LogisticRegression on the synthetic shapes and those of --shapes "
                              "(sparse ones scaled without centring), 10-fold")
+    parser.add_argument("--five-fold", action="store_true",
+                        help="only StandardScaler + LogisticRegression, 5-fold (shuffled), on shapes of many rows "
+                             "per fold: binary 20000 × 500 at C = 0.01, 1, 100, dense 20000 × 600, sparse 30000 × 800")
     parser.add_argument("--typical", action="store_true",
                         help="only scikit-learn's own data at the defaults (LogisticRegression, with a StandardScaler, "
                              "and LinearSVC after one), 5- and 10-fold")
@@ -237,6 +256,12 @@ def main(argv=None):
             estimator = make_pipeline(StandardScaler(with_mean=not sp.issparse(X)), LogisticRegression(C=1.0))
             run(f"{name} 10-fold, StandardScaler + LogisticRegression", X, y, estimator, StratifiedKFold(10), None,
                 memory=False, repeats=args.repeats)
+        return
+    if args.five_fold:
+        for name, X, y, C in five_fold_sets():
+            estimator = make_pipeline(StandardScaler(with_mean=not sp.issparse(X)), LogisticRegression(C=C))
+            run(f"{name} 5-fold, C = {C:g}, StandardScaler + LogisticRegression", X, y, estimator,
+                StratifiedKFold(5, shuffle=True, random_state=0), None, memory=False, repeats=args.repeats)
         return
     if args.shapes:
         for name, X, y in shapes():
