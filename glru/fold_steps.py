@@ -342,22 +342,29 @@ def fold_preconditioner(X_full, y, loss, fit_intercept, coef, intercept, strengt
 
 def preconditioning_pays_off(X, fit_intercept, n_folds):
     """Whether the :class:`FoldPreconditioner` of ``n_folds`` folds of X's shape costs less than
-    the products it saves: a solve with its factor at most half a Hessian product (two products
-    with X), and the Gram matrix and factorization at most ``SETUP_PRODUCTS`` Hessian products a
-    fold (:mod:`glru.costs`). Measured with a StandardScaler, 10-fold, C from 0.1 to 10: on
-    binary 20000 × 500 (5 %), where a solve costs a tenth of a product, 774 → 156 products and
-    2.1–3.1 s → 1.4–1.8 s; on Gaussian 10000 × 1000 (2 %), a solve as costly as a product,
-    1199 → 516 products but ±15 % in time; on madelon.t (dense 540 × 500), synthetic sparse
-    4000 × 2000 (5 %) and binary 5000 × 3000 (1 %) the folds' Hessians at their optima are far
-    from the full fit's (removing a tenth of rows moves the optimum by as much as its norm):
-    1191 → 1107, 1587 → 1530 and 2461 → 1379 products, 1.3–2.3× slower."""
+    the products it saves: at least ``ROWS_PER_COORDINATE`` rows a coordinate (else a fold's
+    optimum, and its Hessian there, move far from the full fit's when its rows are removed), a
+    solve with its factor at most a Hessian product (two products with X), and the Gram matrix
+    and factorization at most ``SETUP_PRODUCTS`` Hessian products a fold (:mod:`glru.costs`).
+    Measured with a StandardScaler, 10-fold unless said, C from 0.1 to 10:
+    - binary 20000 × 500 (5 %; 40 rows a coordinate, a solve a tenth of a product): 774 → 156
+      products, 2.1–3.1 s → 1.4–1.8 s; 5-fold 1.60 → 1.20 s at C = 1, 2.45 → 1.60 s at C = 100;
+    - sparse exponential 30000 × 800 (1 %, 37 rows a coordinate, a solve 0.7 of a product),
+      5-fold: 1.44 → 1.13 s;
+    - dense 2000 × 500 (4 rows a coordinate): 1025 → 677 products, 0.80 → 0.70 s;
+    - Gaussian 10000 × 1000 (2 %; a solve 1.3 products): ±15 % in time, left out;
+    - madelon.t (dense 540 × 500), synthetic sparse 4000 × 2000 (5 %) and binary 5000 × 3000
+      (1 %), under two rows a coordinate: 1191 → 1107, 1587 → 1530 and 2461 → 1379 products,
+      1.3–2.3× slower, left out."""
     dim = X.shape[1] + fit_intercept
     hessian_product = 2 * product_seconds(X)
-    return dim <= DENSE_MAX_DIM and 2 * DENSE_SECONDS * dim ** 2 <= hessian_product / 2 and \
+    return dim <= DENSE_MAX_DIM and X.shape[0] >= ROWS_PER_COORDINATE * dim and \
+        2 * DENSE_SECONDS * dim ** 2 <= hessian_product and \
         gram_seconds(X) + factor_seconds(dim) <= SETUP_PRODUCTS * n_folds * hessian_product
 
 
-SETUP_PRODUCTS = 40
+ROWS_PER_COORDINATE = 3
+SETUP_PRODUCTS = 100
 
 
 def block_columns(X, floats=None):
