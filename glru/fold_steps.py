@@ -445,7 +445,7 @@ def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, sc
         decrease = -np.einsum("ij,ij->j", G, S)
         going &= decrease > (0.0 if polish else 4 * EPS * np.abs(block.objective))
         # (past the gap, whole steps as the polish takes them: the objective no longer resolves their decrease)
-        lengths = np.where(polishing, 1.0, block.line_search(S, G)) if polish else block.line_search(S, G)
+        lengths = np.where(polishing, 1.0, block.line_search(S, G))
         Z[:, running[going]] += (S * lengths)[:, going]
         for j, norm, eta in zip(running, norms, forcing):
             last[j] = (norm, eta)

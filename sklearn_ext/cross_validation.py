@@ -252,8 +252,8 @@ class GLRUCrossValidator(BaseEstimator):
             [previous_folds[j] for j in stepping], need == "values" or train_scores) or [])) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
-                                         "values" if train_scores else need, *together.get(j, (previous_folds[j],)),
-                                         preconditioner=preconditioner)
+                                         "values" if train_scores else need,
+                                         *together.get(j, (previous_folds[j], None, False, preconditioner)))
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -474,8 +474,7 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
-                        previous=None, fitted_steps=None, polished=False, fold_preconditioner=None,
-                        preconditioner=None):
+                        previous=None, fitted_steps=None, polished=False, preconditioner=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
     dimensions agree, or (binary) from ``previous``: its solution at a neighbouring grid point
@@ -484,10 +483,10 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
     same decision values): on leave-one-out its bounds then decide most held-out labels.
     ``fitted_steps``: the steps fitted on the split's training rows already, if they are;
-    ``polished``: whether those Newton–CG steps polished ``previous`` to rounding level;
-    ``fold_preconditioner``: their v ↦ M_j⁻¹v for the fold's polish, if they had one.
-    ``preconditioner``: for a multinomial fold, the full fit's factorized Hessian
-    (:func:`_full_fit`), or None."""
+    ``polished``: whether those Newton–CG steps polished ``previous`` to rounding level.
+    ``preconditioner``: what the fold's solve is preconditioned with, or None: a binary fold's
+    v ↦ M_j⁻¹v from those steps, for its polish; a multinomial fold's, the full fit's factorized
+    Hessian (:func:`_full_fit`)."""
     train, test = split
     fitted = _transformed(preprocessing, model, X, y, train, fitted_steps)
     if isinstance(fitted, _StepFailed):
@@ -507,13 +506,13 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     penalty = model.penalty_for(train.size)
     with blas_for(X_train):
         if n_classes == 2:
-            starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape
-                                            else [])
-            if fitted_steps is not None and len(starts) == 2:  # where its Newton–CG steps with the other folds
-                starts = starts[1:]  # ended, from this start (or a neighbouring grid point's): no gap to compare
+            if fitted_steps is not None:  # where its Newton–CG steps with the other folds ended, from this start
+                starts = [previous]  # (or a neighbouring grid point's): no gap to compare
+            else:
+                starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape
+                                                else [])
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                                 model.fit_intercept, starts, need, polished and len(starts) == 1,
-                                 fold_preconditioner)
+                                 model.fit_intercept, starts, need, polished, preconditioner)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                              intercept, need, preconditioner)
