@@ -51,8 +51,8 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         decide them all (then nothing is solved).
     polished : bool
         Whether the (one) start is polished to rounding level already (the Newton steps of
-        :func:`glru.fold_steps.scaled_fold_starts` with ``polish``): with ``need="values"`` it is
-        then read as it is, where its duality gap confirms rounding level.
+        :func:`glru.fold_steps.scaled_fold_starts`): it is then read as it is (the signs its
+        bounds leave open, in their zero band) where its duality gap confirms rounding level.
     preconditioner : callable, optional
         v ↦ M⁻¹v, M ≈ the fold's Hessian up to a scale (:meth:`glru.fold_steps.FoldPreconditioner.of_fold`),
         for the conjugate gradients of its polish.
@@ -71,10 +71,6 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         evaluation, coef, intercept = min(((problem.duality_gap(*s), *s) for s in starts), key=lambda e: e[0].gap)
     else:
         coef, intercept = starts[0]
-    if polished and need == "values":
-        outcome = outcome_at(problem, coef, intercept, X_test, solved=True)
-        if outcome.rounded:
-            return outcome
     signs = None
     if need == "labels":
         signs = SignsDecided(X_test)
@@ -93,6 +89,10 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
                                                        lambda lower, upper: ~signs_decided(lower, upper))
             if outcome is not None:
                 return outcome
+    if polished:
+        outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
+        if outcome.rounded:
+            return outcome
     method = fold_method(problem)
     # the column summaries its solve and the bounds below both need, computed once
     coef, intercept = solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
@@ -134,14 +134,15 @@ def steps_together_pay_off(problem):
             and fold_method(problem) == "auto" and not chord_applies(problem))
 
 
-def outcome_at(problem, coef, intercept, X_test, solved=False):
+def outcome_at(problem, coef, intercept, X_test, solved=False, evaluation=None):
     """The :class:`~glru.held_out.HeldOutOutcome` of ``problem``'s held-out rows ``X_test`` at
     (coef, intercept): the bounds certified there; with ``solved`` (the point is where a solve
-    ended), also whether it is at rounding level, where the undecided signs are read."""
+    ended), also whether it is at rounding level, where the undecided signs are read.
+    ``evaluation``: the point's gap evaluation, if made already."""
     if not solved:
-        lower, upper, values, _ = certified_bounds(problem, coef, intercept, X_test)
+        lower, upper, values, _ = certified_bounds(problem, coef, intercept, X_test, evaluation=evaluation)
         return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)
-    lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test)
+    lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test, evaluation)
     outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
     outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
     outcome.zero_band = band

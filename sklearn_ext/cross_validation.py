@@ -248,7 +248,7 @@ class GLRUCrossValidator(BaseEstimator):
                     or splits[k][1].size > BALL_FIRST_ROWS] \
             if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 else []
         together = dict(zip(stepping, _starts_together(  # fold j → (its start, fitted steps, polished, M_j⁻¹)
-            preprocessing, model, X, y, codes, [splits[trainable[j]][0] for j in stepping], start, full_pre, X_full,
+            preprocessing, model, X, y, codes, [splits[trainable[j]] for j in stepping], start, full_pre, X_full,
             [previous_folds[j] for j in stepping], need == "values" or train_scores) or [])) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
@@ -432,17 +432,18 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True):
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
 
 
-def _starts_together(preprocessing, model, X, y, codes, trains, start, full_steps, X_full, previous, polish):
+def _starts_together(preprocessing, model, X, y, codes, splits, start, full_steps, X_full, previous, polish):
     """(start (coef, intercept), steps fitted on the fold's rows, whether the start is polished
-    to rounding level, the fold's v ↦ M_j⁻¹v or None) for the binary folds with
-    training rows ``trains`` of a Pipeline whose one step is a per-feature scaler
+    to rounding level, the fold's v ↦ M_j⁻¹v or None) for the binary folds of the (training,
+    held-out) ``splits`` of a Pipeline whose one step is a per-feature scaler
     (:func:`~sklearn_ext._adapters.affine_scaling`):
     Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
     from each fold's ``previous`` point (its solution at a neighbouring grid point) where there
     is one, else from the full fit ``start`` carried over to the fold's scaling, their conjugate
     gradients preconditioned by the full fit's Hessian where that pays off
     (:func:`glru.fold_steps.fold_preconditioner`), and with ``polish`` (the folds' values are
-    needed) on to rounding level; None where the steps do not pay off
+    needed) on to rounding level, else on to it where their held-out signs look open; None
+    where the steps do not pay off
     (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
     old = affine_scaling(full_steps[-1])
     targets = np.where(codes == 1, 1.0, -1.0)
@@ -452,7 +453,7 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
         return None
     X_in, n = check_X(X), X_full.shape[0]
     fitted, scales, shifts, points, dropped, strengths = [], [], [], [], [], []
-    for train, at in zip(trains, previous):
+    for (train, _), at in zip(splits, previous):
         fitted.append(clone(preprocessing).fit(_safe_indexing(X, train), y[train]))
         new = affine_scaling(fitted[-1][-1])
         coef, intercept = at if at is not None and at[0].shape == start[0].shape else \
@@ -465,9 +466,9 @@ def _starts_together(preprocessing, model, X, y, codes, trains, start, full_step
     with blas_for(X_in):
         preconditioner = fold_preconditioner(X_full, targets, model.loss, model.fit_intercept, *start,
                                              n * model.penalty_for(n).lam, scales, shifts, old)
-        Z = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
-                               scales, shifts, np.column_stack(points), preconditioner=preconditioner, polish=polish)
-    Z, polished = Z if polish else (Z, np.zeros(len(fitted), dtype=bool))
+        Z, polished = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
+                                         scales, shifts, np.column_stack(points), preconditioner=preconditioner,
+                                         polish=polish, held_out=None if polish else [test for _, test in splits])
     return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps, done,
              None if preconditioner is None else preconditioner.of_fold(j))
             for j, (z, steps, done) in enumerate(zip(Z.T, fitted, polished))]

@@ -374,3 +374,38 @@ def test_fold_polish_preconditioned_by_the_full_fit(monkeypatch, fit_intercept):
             scale = 1 + np.abs(optimum[0]).max()
             np.testing.assert_allclose(outcome.coef, optimum[0], rtol=0, atol=1e-10 * scale)
         assert counts[1] < counts[0], counts
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_fold_starts_polished_where_held_out_signs_look_open(monkeypatch, fit_intercept, sparse):
+    """With ``held_out`` (labels only), a fold one of whose held-out rows lies 1e-9 from its
+    decision boundary goes on past the start gap to rounding level (settled), and refit_fold reads
+    its label there (1: the exact optimum's), without a solve of its own; folds with nothing
+    to decide stop at the start gap, unpolished. The row is held out of every fold: no fold's
+    optimum moves with it."""
+    import glru.fold_refit
+    from glru.fold_refit import refit_fold
+
+    n, d = 40, 60
+    X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(17, n, d, fit_intercept, sparse, m=4)
+    loss = get_loss("logistic")
+    problem, (coef, intercept) = next(_independent_optima(X, y, loss, fit_intercept, dropped, strengths, scales,
+                                                          shifts))
+    # a row x of X moved along a∘w until (a∘x + c)·w + b = 1e-9, fold 0's scaling (a, c) and optimum (w, b)
+    direction, row = coef * scales[:, 0], (X[[0]].toarray() if sparse else X[[0]]).ravel()
+    row = row + (1e-9 - intercept - (row * scales[:, 0] + shifts[:, 0]) @ coef) * direction / (direction @ direction)
+    X = sp.vstack([X, sp.csr_matrix(row)], format="csr") if sparse else np.vstack([X, row])
+    y = np.append(y, 1.0)
+    dropped = [np.append(rows, n) for rows in dropped]
+    runs = {name: scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, 10 * Z,
+                                     held_out=held_out)
+            for name, held_out in (("open", [[n], [], [], []]), ("nothing to decide", [[]] * 4))}
+    assert runs["open"][1].tolist() == [True, False, False, False]
+    assert not runs["nothing to decide"][1].any()
+    monkeypatch.setattr(glru.fold_refit, "solve_held_out", lambda *args: pytest.fail("the fold was solved anew"))
+    z = runs["open"][0][:, 0]
+    X_test = (X[[n]].toarray() if sparse else X[[n]]) * scales[:, 0] + shifts[:, 0]
+    outcome = refit_fold(problem.X, problem.y, X_test, loss, problem.penalty, fit_intercept,
+                         [problem.split(z)], "labels", polished=True)
+    assert outcome.labels.tolist() == [1.0]
