@@ -130,7 +130,8 @@ class GLRUCrossValidator(BaseEstimator):
         :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model). Without ``refit``
         (:func:`cross_val_score` and a grid point of the search, which need the scores only) neither
         a fallback nor steps that learn from the training rows fit ``estimator_`` (None), and the
-        latter's full fit, the folds' start, is solved only to ``START_TOL``. ``previous``: for steps that learn from the training rows, the full fit
+        latter's full fit, the folds' start, is solved only to ``START_TOL`` (``ROUGH_START_TOL``
+        where every fold takes its Newton–CG steps with the others). ``previous``: for steps that learn from the training rows, the full fit
         and each trainable fold's solution at a neighbouring grid point (``_solutions`` of the
         validator that computed it; starts, see :func:`_full_fit` and
         :func:`_refit_learned_fold`). ``train_scores``
@@ -239,17 +240,21 @@ class GLRUCrossValidator(BaseEstimator):
         codes = np.searchsorted(classes, y)
         full_pre, X_full = full
         previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
-        start, preconditioner = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit)
-        fitted = time.perf_counter()
         # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together: those
         # whose values are needed, or of several held-out rows (the ball at the start, which decides many
         # leave-one-out folds, rarely decides them all; see glru.fold_refit.BALL_FIRST_ROWS)
         stepping = [j for j, k in enumerate(trainable) if need == "values" or train_scores
                     or splits[k][1].size > BALL_FIRST_ROWS] \
-            if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 else []
+            if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 and \
+            _steps_together_apply(preprocessing, model, full_pre, X_full, codes) else []
+        tol = START_TOL
+        if len(stepping) == len(trainable) and min(splits[k][1].size for k in trainable) >= ROUGH_START_SHARE * y.size:
+            tol = ROUGH_START_TOL
+        start, preconditioner = _full_fit(model, X_full, codes, classes.size, previous_full, refit, tol)
+        fitted = time.perf_counter()
         together = dict(zip(stepping, _starts_together(  # fold j → (its start, fitted steps, polished, M_j⁻¹)
             preprocessing, model, X, y, codes, [splits[trainable[j]] for j in stepping], start, full_pre, X_full,
-            [previous_folds[j] for j in stepping], need == "values" or train_scores) or [])) if stepping else {}
+            [previous_folds[j] for j in stepping], need == "values" or train_scores))) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
                                          "values" if train_scores else need,
@@ -391,12 +396,12 @@ def _transformed(preprocessing, model, X, y, rows, fitted=None):
         return _StepFailed(error)
 
 
-def _full_fit(model, X, codes, n_classes, start=None, exact=True):
+def _full_fit(model, X, codes, n_classes, start, exact, tol):
     """((coef, intercept), preconditioner) of ``model`` on (X, class ``codes``): the start of the
     folds of :meth:`GLRUCrossValidator._fit_learned`, and, ``exact`` to rounding, its ``estimator_``;
     otherwise (no ``estimator_`` asked for: :func:`cross_val_score`, a grid point of
-    :class:`~sklearn_ext.GLRUSearchCV`) solved to the relative gap ``START_TOL`` only, far closer
-    to the full optimum than any fold's optimum is. One row per class with three classes or more
+    :class:`~sklearn_ext.GLRUSearchCV`) solved to the relative gap ``tol`` only, far closer to
+    the full optimum than any fold's optimum is. One row per class with three classes or more
     (multinomial: symmetric, as scikit-learn's, and always exact). ``start``: a (coef,
     intercept) of the same shapes to start from (the optimum at a neighbouring grid point, on
     the same X), else zeros. ``preconditioner``: for a multinomial model, the factorized Hessian
@@ -420,7 +425,7 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True):
                                                         float(intercept if n_classes == 2 else intercept[c]))
         if exact:  # (solved, then polished to rounding)
             return solve_held_out(X, targets, model.loss, penalty, model.fit_intercept, *at, None, TOL_ROUNDING, method)
-        rough = solve(Problem(X, targets, model.loss, penalty, model.fit_intercept), *at, tol=START_TOL, method=method)
+        rough = solve(Problem(X, targets, model.loss, penalty, model.fit_intercept), *at, tol=tol, method=method)
         return rough.coef, rough.intercept
     with blas_for(X):
         solutions = [solved(c) for c in ([1] if n_classes == 2 else range(n_classes))]
@@ -430,6 +435,22 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True):
 
 
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
+# ... where every fold, holding out at least 1/40 of the rows, takes its Newton–CG steps with the others (the
+# full fit is then their start and their preconditioner's point only): with a StandardScaler, 5- to 40-fold, the
+# folds took as many steps (±1 %) from a full fit at 1e-4 as at 1e-8 on the shapes of --pipeline-shapes and
+# --five-fold (benchmarks/bench_cross_validation.py), whose full fits took 20–60 fewer Hessian products; on
+# leave-one-out, 5 % more (neg_log_loss; 11 % more, folds solved each alone, accuracy)
+ROUGH_START_TOL, ROUGH_START_SHARE = 1e-4, 1 / 40
+
+
+def _steps_together_apply(preprocessing, model, full_steps, X_full, codes):
+    """Whether the binary folds of a Pipeline whose steps learn from the training rows may take
+    their Newton–CG steps together (:func:`_starts_together`): its one step is a per-feature
+    scaler (:func:`~sklearn_ext._adapters.affine_scaling`), the model's intercept is unpenalized
+    or absent, and the steps pay off (:func:`glru.fold_refit.steps_together_pay_off`)."""
+    return len(preprocessing.steps) == 1 and model.intercept_scaling is None and \
+        affine_scaling(full_steps[-1]) is not None and steps_together_pay_off(Problem(
+            X_full, np.where(codes == 1, 1.0, -1.0), model.loss, model.penalty_for(X_full.shape[0]), model.fit_intercept))
 
 
 def _starts_together(preprocessing, model, X, y, codes, splits, start, full_steps, X_full, previous, polish):
@@ -442,15 +463,10 @@ def _starts_together(preprocessing, model, X, y, codes, splits, start, full_step
     is one, else from the full fit ``start`` carried over to the fold's scaling, their conjugate
     gradients preconditioned by the full fit's Hessian where that pays off
     (:func:`glru.fold_steps.fold_preconditioner`), and with ``polish`` (the folds' values are
-    needed) on to rounding level, else on to it where their held-out signs look open; None
-    where the steps do not pay off
-    (:func:`glru.fold_refit.steps_together_pay_off`) or the Pipeline is another."""
+    needed) on to rounding level, else on to it where their held-out signs look open. Only
+    where :func:`_steps_together_apply`."""
     old = affine_scaling(full_steps[-1])
     targets = np.where(codes == 1, 1.0, -1.0)
-    if len(preprocessing.steps) != 1 or model.intercept_scaling is not None or old is None or not \
-            steps_together_pay_off(Problem(X_full, targets, model.loss, model.penalty_for(X_full.shape[0]),
-                                           model.fit_intercept)):
-        return None
     X_in, n = check_X(X), X_full.shape[0]
     fitted, scales, shifts, points, dropped, strengths = [], [], [], [], [], []
     for (train, _), at in zip(splits, previous):
