@@ -385,10 +385,10 @@ SCALED_BLOCK_FLOATS = 1 << 19
 
 
 def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z, preconditioner=None,
-                       polish=False, held_out=None):
+                       polish=False, held_out=None, gap=None):
     """Damped Newton–CG steps (:class:`ScaledFoldBlock`) for all the folds together, from the
-    columns of Z, each fold until its gradient puts it within relative gap ``START_GAP`` of its
-    optimum, its step predicts no decrease above the objective's rounding, or after
+    columns of Z, each fold until its gradient puts it within relative gap ``gap`` (``START_GAP``
+    if None) of its optimum, its step predicts no decrease above the objective's rounding, or after
     ``START_STEPS`` steps; returns the points reached, as the columns of a copy of Z. The folds go
     in blocks of :func:`block_columns` (leave-one-out on many rows needs no n × n array). Each
     step's CG solve is accurate to :func:`forcing_terms`. Only starts for each fold's own solve and
@@ -417,7 +417,7 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
     for first in range(0, Z.shape[1], size):
         _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z,
                         np.arange(first, min(first + size, Z.shape[1])), preconditioner, polish, settled,
-                        None if held_out is None else (held_out, norms))
+                        None if held_out is None else (held_out, norms), START_GAP if gap is None else gap)
     return (Z, settled) if polish or held_out is not None else Z
 
 
@@ -436,7 +436,7 @@ def scaled_row_norms(X, rows, scales, shifts, fit_intercept):
 
 
 def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z, running,
-                    preconditioner, polish, settled, held_out):
+                    preconditioner, polish, settled, held_out, gap):
     """:func:`scaled_fold_starts` for the folds ``running``, their columns of Z updated in place,
     and ``settled`` set where a polish ends, past the start gap, before its steps run out;
     ``held_out``: None, or (the folds' held-out rows, their :func:`scaled_row_norms`)."""
@@ -450,7 +450,7 @@ def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, sc
                                 None if preconditioner is None else preconditioner.of(running))
         G = block.gradients()
         norms = np.linalg.norm(G, axis=0)
-        target = np.sqrt(2 * strengths[running] * START_GAP * np.abs(block.objective))  # (the norm that stops)
+        target = np.sqrt(2 * strengths[running] * gap * np.abs(block.objective))  # (the norm that stops)
         # a polish goes on past it with steps as accurate as glru.solver.polish's, each of which must halve
         # the gradient: looser steps, or any decrease, go on shrinking a gradient at its rounding level by
         # chance (E–W terms of 0.2–0.5 there: twenty steps a fold on sparse Gaussian 10000 × 1000)

@@ -337,17 +337,20 @@ def test_scaled_folds_stepping_together_equal_exact_refits(monkeypatch, fit_inte
                                               (KFold(50), False, "accuracy"), (LeaveOneOut(), False, "accuracy")],
                          ids=["5-fold-labels", "5-fold-values", "50-fold", "loo"])
 def test_full_fit_only_as_rough_as_the_folds_stepping_from_it_allow(monkeypatch, cv, rough, scoring):
-    """cross_val_score solves the full fit to ROUGH_START_TOL only where every fold, holding out
-    at least 1/40 of the rows, takes its Newton–CG steps with the others; to START_TOL otherwise
-    (leave-one-out folds start near it); the scores are the exact refits' either way."""
+    """cross_val_score solves the full fit to ROUGH_START_TOL only, by the folds' own steps, where
+    every fold, holding out at least 1/40 of the rows, takes its Newton–CG steps with the others;
+    to START_TOL otherwise (leave-one-out folds start near it); the scores are the exact refits'
+    either way."""
     import sklearn_ext.cross_validation as module
 
-    tolerances, full_fit = [], module._full_fit
-    monkeypatch.setattr(module, "_full_fit", lambda *args: tolerances.append(args[-1]) or full_fit(*args))
+    called = []
+    for name in ("_full_fit", "_rough_full_fit"):
+        monkeypatch.setattr(module, name, lambda *args, taken=getattr(module, name), name=name, **kwargs:
+                            called.append(name) or taken(*args, **kwargs))
     X, y = scaled_problem(21, 120, 150, True)  # (50-fold: 2 or 3 rows a fold, under 1/40 of them)
     estimator = learned(make_pipeline(StandardScaler(), LogisticRegression(C=0.7)), True)
     scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
-    assert tolerances == [module.ROUGH_START_TOL if rough else module.START_TOL]
+    assert called == ["_rough_full_fit" if rough else "_full_fit"]
     np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-9, atol=1e-12)
 
 

@@ -161,8 +161,12 @@ def test_pipeline_folds_stepping_together_along_the_grid(monkeypatch, sparse):
     import sklearn_ext.cross_validation as validator_module
 
     starts, taken = [], validator_module.scaled_fold_starts
-    monkeypatch.setattr(validator_module, "scaled_fold_starts", lambda *args, **kwargs: starts.append(args[-1])
-                        or taken(*args, **kwargs))
+
+    def recorded(*args, **kwargs):
+        if "gap" not in kwargs:  # (not the full fit's own steps, _rough_full_fit)
+            starts.append(args[-1])
+        return taken(*args, **kwargs)
+    monkeypatch.setattr(validator_module, "scaled_fold_starts", recorded)
     X, y = scaled_problem(15, 36, 160, sparse)
     pipe = make_pipeline(StandardScaler(with_mean=not sparse), LogisticRegression())
     grid = {"logisticregression__C": CS}
