@@ -447,10 +447,10 @@ def _rough_full_fit(model, X, codes, full_steps, start):
     has the shapes (a neighbouring grid point's), else from zeros."""
     scales, shifts = affine_scaling(full_steps[-1])
     X_in, d = check_X(X), scales.size
+    n = X_in.shape[0]
     coef, intercept = start if start is not None and start[0].shape == (d,) else (np.zeros(d), 0.0)
     z = np.append(coef, intercept) if model.fit_intercept else coef
     with blas_for(X_in):
-        n = X_in.shape[0]
         z = scaled_fold_starts(X_in, np.where(codes == 1, 1.0, -1.0), model.loss, model.fit_intercept,
                                [np.empty(0, dtype=int)], np.array([n * model.penalty_for(n).lam]), scales[:, None],
                                shifts[:, None], z[:, None], gap=ROUGH_START_TOL)[:, 0]
@@ -463,7 +463,7 @@ def _rough_full_fit(model, X, codes, full_steps, start):
 # (benchmarks/bench_cross_validation.py), whose full fits took 20–60 fewer Hessian products; on leave-one-out,
 # 5 % more (neg_log_loss; 11 % more, folds solved each alone, accuracy). The steps of the folds took it there in
 # 56–66 products where SciPy's trust-region Newton–CG took 73–97 (binary 20000 × 500, C = 1 and 100; sparse
-# exponential 30000 × 800), 20–25 % less time, and without a scaled copy of the rows
+# exponential 30000 × 800), 20–25 % less time
 ROUGH_START_TOL, ROUGH_START_SHARE = 1e-4, 1 / 40
 
 
