@@ -21,6 +21,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from .bounds import signs_decided
 from .costs import DENSE_SECONDS, factor_seconds, gram_seconds, product_seconds
 from .duality import EPS
 from .hessian import DENSE_MAX_DIM
@@ -389,7 +390,7 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
     """Damped Newton–CG steps (:class:`ScaledFoldBlock`) for all the folds together, from the
     columns of Z, each fold until its gradient puts it within relative gap ``gap`` (``START_GAP``
     if None) of its optimum, its step predicts no decrease above the objective's rounding, or after
-    ``START_STEPS`` steps; returns the points reached, as the columns of a copy of Z. The folds go
+    ``START_STEPS`` steps. The folds go
     in blocks of :func:`block_columns` (leave-one-out on many rows needs no n × n array). Each
     step's CG solve is accurate to :func:`forcing_terms`. Only starts for each fold's own solve and
     certificate: nothing here is trusted. The gap is estimated as ‖g‖²/(2a_j), that of the dual
@@ -398,17 +399,19 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
     until a step no longer shrinks its gradient, and ends at the point of the smallest one: the
     rounding level of :func:`glru.solver.polish`, reached with products shared by the folds
     (one fold's polish by SciPy's CG took three Newton steps of about 46 products each on sparse
-    Gaussian 10000 × 1000, 10-fold with a StandardScaler); then returns (Z, a mask of the folds
-    so polished: those past the start gap whose steps did not run out first).
+    Gaussian 10000 × 1000, 10-fold with a StandardScaler).
 
     ``held_out``: the folds' held-out rows (index arrays), where only their labels are needed. A
     fold past the start gap then stops only where the ball its gradient suggests, of radius
     ‖g‖/a_j (:func:`glru.bounds.primal_radius` of the estimated gap), ``SIGN_MARGIN`` times
-    over, decides every held-out sign; the others are polished as above, together, and the mask
-    is returned too. A fold of 4000 held-out rows, one of them within 1e-4 of 0, is decided at
-    rounding level only, where each fold's own polish (a CG solve a Newton step, one vector at
-    a time, :func:`glru.solver.solve_held_out`) took 0.1–0.3 s a fold on 5-fold binary
-    20000 × 500 at C = 100 and dense 20000 × 600."""
+    over, decides every held-out sign; the others are polished as above, together. A fold of 4000
+    held-out rows, one of them within 1e-4 of 0, is decided at rounding level only, where each
+    fold's own polish (a CG solve a Newton step, one vector at a time,
+    :func:`glru.solver.solve_held_out`) took 0.1–0.3 s a fold on 5-fold binary 20000 × 500 at
+    C = 100 and dense 20000 × 600.
+
+    Returns (Z, settled): the points reached, as the columns of a copy of Z, and a mask of the
+    folds polished so (past the start gap, their steps not run out first)."""
     Z = np.array(Z, dtype=float)
     XT, rough = X.T, single_precision(X)
     size = block_columns(X, SCALED_BLOCK_FLOATS)
@@ -418,7 +421,7 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
         _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z,
                         np.arange(first, min(first + size, Z.shape[1])), preconditioner, polish, settled,
                         None if held_out is None else (held_out, norms), START_GAP if gap is None else gap)
-    return (Z, settled) if polish or held_out is not None else Z
+    return Z, settled
 
 
 def scaled_row_norms(X, rows, scales, shifts, fit_intercept):
@@ -490,13 +493,17 @@ def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, sc
 
 
 def _signs_open(U, running, radii, held_out):
-    """Which folds ``running`` leave some held-out sign open in the ball of radius
-    ``SIGN_MARGIN``·``radii`` around their margins U; none where ``held_out`` is None."""
+    """Which folds ``running`` leave some held-out sign open (:func:`glru.bounds.signs_decided`)
+    in the ball of radius ``SIGN_MARGIN``·``radii`` around their margins U; none where
+    ``held_out`` is None."""
     if held_out is None:
         return np.zeros(len(running), dtype=bool)
     rows, norms = held_out
-    return np.array([bool(np.any(np.abs(U[rows[j], i]) <= SIGN_MARGIN * radii[i] * norms[j]))
-                     for i, j in enumerate(running)])
+    open_signs = np.zeros(len(running), dtype=bool)
+    for i, j in enumerate(running):
+        margins, spread = U[rows[j], i], SIGN_MARGIN * radii[i] * norms[j]
+        open_signs[i] = not signs_decided(margins - spread, margins + spread).all()
+    return open_signs
 
 
 START_GAP = 1e-13  # (the held-out signs of a fold of madelon.t with a StandardScaler need 1e-10 to 1e-14)

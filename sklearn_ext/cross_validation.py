@@ -453,7 +453,7 @@ def _rough_full_fit(model, X, codes, full_steps, start):
     with blas_for(X_in):
         z = scaled_fold_starts(X_in, np.where(codes == 1, 1.0, -1.0), model.loss, model.fit_intercept,
                                [np.empty(0, dtype=int)], np.array([n * model.penalty_for(n).lam]), scales[:, None],
-                               shifts[:, None], z[:, None], gap=ROUGH_START_TOL)[:, 0]
+                               shifts[:, None], z[:, None], gap=ROUGH_START_TOL)[0][:, 0]
     return (z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0)
 
 
@@ -474,7 +474,8 @@ def _steps_together_apply(preprocessing, model, full_steps, X_full, codes):
     or absent, and the steps pay off (:func:`glru.fold_refit.steps_together_pay_off`)."""
     return len(preprocessing.steps) == 1 and model.intercept_scaling is None and \
         affine_scaling(full_steps[-1]) is not None and steps_together_pay_off(Problem(
-            X_full, np.where(codes == 1, 1.0, -1.0), model.loss, model.penalty_for(X_full.shape[0]), model.fit_intercept))
+            X_full, np.where(codes == 1, 1.0, -1.0), model.loss, model.penalty_for(X_full.shape[0]),
+            model.fit_intercept))
 
 
 def _starts_together(preprocessing, model, X, y, codes, splits, start, full_steps, X_full, previous, polish):

@@ -200,7 +200,7 @@ def test_scaled_fold_starts_reach_each_folds_optimum(monkeypatch, fit_intercept,
     n, d = 40, 60
     X, y, dropped, strengths, scales, shifts, Z = _scaled_folds(17, n, d, fit_intercept, sparse, m=4)
     loss = get_loss("logistic")
-    Z = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, 10 * Z)
+    Z, _ = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, 10 * Z)
     for j, (problem, optimum) in enumerate(_independent_optima(X, y, loss, fit_intercept, dropped, strengths,
                                                                 scales, shifts)):
         _assert_within_start_gap(problem, Z[:, j], optimum)
@@ -306,7 +306,7 @@ def test_preconditioned_steps_reach_each_folds_optimum_in_fewer_products(monkeyp
     optima = list(_independent_optima(X, y, loss, fit_intercept, dropped, strengths, scales, shifts))
     for name, given in (("plain", None), ("preconditioned", preconditioner)):
         counted.clear()
-        Z = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, start, given)
+        Z, _ = scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, start, given)
         products[name] = sum(counted)
         for j, (problem, optimum) in enumerate(optima):
             _assert_within_start_gap(problem, Z[:, j], optimum)
