@@ -593,7 +593,10 @@ def _polish_orthant(problem, monitor, max_rounds):
         z0 = sub.join(coef[support], intercept)
         res = minimize(lambda z: sub.fun(z) + linear @ z, z0, jac=lambda z: sub.grad(z) + linear,
                        hessp=sub.hessp, method="trust-ncg", options=dict(gtol=1e-14, maxiter=200))
-        w_s, b = sub.split(res.x)
+        # trust-ncg ends where the objective's rounding hides its decrease, short of rounding level in
+        # the gradient on columns scaled over decades (relative gap 5e-12, ‖g‖ 2e-8, in 20 rounds):
+        # Newton steps while the gradient shrinks get there
+        w_s, b = sub.split(newton_polish(res.x, lambda z: sub.grad(z) + linear, sub.hessp, cg_rtol=1e-10))
         w_s = np.where(np.sign(w_s) == signs[support], w_s, 0.0)  # project back onto the orthant
         new = np.zeros(problem.d)
         new[support] = w_s
