@@ -78,7 +78,8 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         # the ball at the start decides most leave-one-out folds (a start that fits the fold well);
         # a fold of many held-out rows, one of them near 0, it leaves open: none of the 10-fold
         # folds of a9a.t, mushrooms, w8a and madelon.t with a StandardScaler
-        if not chord or X_test.shape[0] <= BALL_FIRST_ROWS:
+        # (a polished start's bounds are computed once, below)
+        if not polished and (not chord or X_test.shape[0] <= BALL_FIRST_ROWS):
             lower, upper, values, evaluation = certified_bounds(
                 problem, coef, intercept, X_test, lambda lower, upper: signs_decided(lower, upper).all(), evaluation)
             strength = penalty.strong_convexity  # (the solve's checks then wait for the radius it needs)
@@ -91,7 +92,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
                 return outcome
     if polished:
         outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
-        if outcome.rounded:
+        if outcome.rounded or need == "labels" and np.all(outcome.decided):
             return outcome
     method = fold_method(problem)
     # the column summaries its solve and the bounds below both need, computed once
@@ -142,7 +143,9 @@ def outcome_at(problem, coef, intercept, X_test, solved=False, evaluation=None):
     if not solved:
         lower, upper, values, _ = certified_bounds(problem, coef, intercept, X_test, evaluation=evaluation)
         return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)
-    lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test, evaluation)
+    # (the box's bounds only where the ball's leave a sign open: at a solved point they narrow little)
+    lower, upper, values, band, evaluation = held_out_bounds(
+        problem, coef, intercept, X_test, evaluation, lambda lower, upper: signs_decided(lower, upper).all())
     outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
     outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
     outcome.zero_band = band

@@ -141,10 +141,10 @@ def certified_bounds(problem, coef, intercept, X_test, enough=None, evaluation=N
     return lower, upper, values, ev
 
 
-def held_out_bounds(problem, coef, intercept, X_test, evaluation=None):
-    """(lower, upper, values, band, evaluation): :func:`certified_bounds` and the values'
-    :func:`glru.bounds.zero_band` (for a point solved to rounding level)."""
-    lower, upper, values, ev = certified_bounds(problem, coef, intercept, X_test, evaluation=evaluation)
+def held_out_bounds(problem, coef, intercept, X_test, evaluation=None, enough=None):
+    """(lower, upper, values, band, evaluation): :func:`certified_bounds` (``enough``: see there)
+    and the values' :func:`glru.bounds.zero_band` (for a point solved to rounding level)."""
+    lower, upper, values, ev = certified_bounds(problem, coef, intercept, X_test, enough, evaluation)
     train, test = np.sqrt(row_norms_sq(problem.X)), np.sqrt(row_norms_sq(X_test))
     curvature = None
     if problem.fit_intercept:
