@@ -298,7 +298,8 @@ class MultinomialProblem:
 
     def scores(self, coef, intercept=None):
         """T = X Wᵀ + b, (n, K)."""
-        T = np.asarray(self.X @ np.asarray(coef, dtype=float).T)
+        # (Wᵀ copied to C order: BLAS's product with the transposed view took twice as long on digits)
+        T = np.asarray(self.X @ np.ascontiguousarray(np.asarray(coef, dtype=float).T))
         if self.fit_intercept and intercept is not None:
             T = T + np.asarray(intercept, dtype=float)
         return T
@@ -414,11 +415,13 @@ class MultinomialProblem:
     def hessp(self, z, v):
         _, _, P = self._state(z)
         V_W = v[:self.K * self.d].reshape(self.K, self.d)
-        dT = np.asarray(self.X @ V_W.T)
+        dT = np.asarray(self.X @ np.ascontiguousarray(V_W.T))
         if self.fit_intercept:
-            dT = dT + self.basis @ v[self.K * self.d:]
-        PV = P * dT
-        M = (PV - P * PV.sum(axis=1, keepdims=True)) / self.n
+            dT += self.basis @ v[self.K * self.d:]
+        # M = (diag(p_i) − p_i p_iᵀ) dt_i / n row by row, with p_iᵀdt_i as one row-wise dot
+        M = dT - np.einsum("ik,ik->i", P, dT)[:, None]
+        M *= P
+        M /= self.n
         h_W = np.asarray(self.X.T @ M).T + self.lam * V_W
         if not self.fit_intercept:
             return h_W.ravel()

@@ -200,7 +200,7 @@ def _dense_pays_off(X, K, p, n_folds):
 
 
 def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=True, preconditioner=None,
-                with_factor=False, polish=True):
+                with_factor=False, polish=True, tol=None):
     """A fold's exact optimum on the classes it holds (codes 0..n_classes−1), from (coef,
     intercept): Newton steps with the dense Hessian if ``dense`` and K·d is small enough
     (NEWTON_MAX_DIM), else :func:`solve_multinomial` to TOL_FULL; then polished (Newton steps
@@ -210,31 +210,37 @@ def _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense=
     steps. Returns (coef, intercept) of shape (n_classes, d), (n_classes,), centred, and with
     ``with_factor`` the factorization its polish took at the solution (None without dense
     Hessians). ``polish=False``: the point where the steps reached TOL_FULL, not polished (a
-    second call from it polishes it)."""
+    second call from it polishes it). ``tol``: a relative gap above TOL_FULL where the solve is
+    only a start (not polished; ``with_factor``, the factorization is then taken where it ends)."""
     # folds run in parallel through joblib (n_jobs); inside one, BLAS threads cost more than they
     # give (digits raw, leave-one-out: 21 s of fold solves with 2 threads, 8 s with one)
     with single_threaded_blas():
         *solution, factor = _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense,
-                                                  preconditioner, polish)
+                                                  preconditioner, polish, TOL_FULL if tol is None else tol,
+                                                  with_factor)
     return (*solution, factor) if with_factor else tuple(solution)
 
 
-def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense, preconditioner, polish):
+def _solve_fold_in_thread(X, codes, n_classes, lam, fit_intercept, coef, intercept, dense, preconditioner, polish, tol,
+                          with_factor):
     lam = 2.0 * lam if n_classes == 2 else lam
     problem = MultinomialProblem(X, codes, n_classes, lam, fit_intercept)
     z = problem.pack(coef - coef.mean(axis=0), intercept)
     newton = _DenseNewton(problem, preconditioner) if dense and z.size <= NEWTON_MAX_DIM else None
     done = False
     if newton is not None:
-        z, done = newton.minimize(z)
+        z, done = newton.minimize(z, tol)
     if not done:
-        result = solve_multinomial(X, codes, n_classes, lam, fit_intercept, *problem.unpack(z), tol=TOL_FULL,
+        result = solve_multinomial(X, codes, n_classes, lam, fit_intercept, *problem.unpack(z), tol=tol,
                                    polish=False)
         z = problem.pack(result.coef, result.intercept)
-    if polish:
+    rough = tol > TOL_FULL
+    if polish and not rough:
         z = _polished(problem, z, newton)
+    elif rough and with_factor and newton is not None:
+        newton._factorize(z)
     coef, intercept = problem.unpack(z)
-    if not problem.duality_gap(coef - coef.mean(axis=0), intercept).relative_gap <= TOL_SANE:
+    if not problem.duality_gap(coef - coef.mean(axis=0), intercept).relative_gap <= max(tol, TOL_SANE):
         # far from the optimum after all that (not seen in tests): an exact refit's cold solve
         cold = solve_multinomial(X, codes, n_classes, lam, fit_intercept, tol=TOL_FULL, polish=False)
         z_cold = _polished(problem, problem.pack(cold.coef, cold.intercept), None)
@@ -283,14 +289,14 @@ class _DenseNewton:
         self._factorize(z)
         return -self.factor.solve(g)
 
-    def minimize(self, z):
+    def minimize(self, z, tol=TOL_FULL):
         """Newton steps with a backtracking (Armijo) line search until the relative duality gap is
-        ≤ TOL_FULL, to relative residuals from :func:`glru.fold_steps.forcing_terms`; from a far
+        ≤ ``tol``, to relative residuals from :func:`glru.fold_steps.forcing_terms`; from a far
         start (:meth:`_rough_start`) L-BFGS first. Returns (the last point, whether it got
         there); every step lowers the objective, so the last point is the best."""
         problem = self.problem
         evaluation = self._gap(z)
-        if evaluation.converged(TOL_FULL):
+        if evaluation.converged(tol):
             return z, True
         z, check = (self._rough_start(z), True) if evaluation.relative_gap > COLD_GAP else (z, False)
         value, g = problem.fun(z), problem.grad(z)
@@ -301,8 +307,8 @@ class _DenseNewton:
             # P(z) − P* (a lower bound of the gap): the gap (2 ms on digits, 8 a solve) is only
             # evaluated where that estimate does not rule convergence out
             if check or (last is not None and
-                         decrement * (norm / last[0]) ** 2 <= GAP_CHECK_DECREMENT * TOL_FULL * abs(value)):
-                if self._gap(z).converged(TOL_FULL):
+                         decrement * (norm / last[0]) ** 2 <= GAP_CHECK_DECREMENT * tol * abs(value)):
+                if self._gap(z).converged(tol):
                     return z, True
             check = False
             rtol = forcing_terms([norm], [last])[0]
@@ -946,19 +952,19 @@ class _BlockState:
 
 
 def solve_fold(X, codes, n_classes, lam, fit_intercept, coef=None, intercept=None, preconditioner=None,
-               with_factor=False, polish=True):
+               with_factor=False, polish=True, tol=None):
     """:func:`_solve_fold` of one problem (codes 0..n_classes−1, λ of its rows), from (coef,
     intercept) or zeros, with dense Hessians where they pay off (:func:`_dense_pays_off`).
     ``with_factor``: also return the factorized Hessian at the solution, to pass as the
     ``preconditioner`` of its folds' solves: their Hessians at their own optima are close to it
     (digits with a StandardScaler, 5-fold: no fold factorizes before its polish, a fold's
-    Newton steps 70 → 45 ms). ``polish``: see :func:`_solve_fold`."""
+    Newton steps 70 → 45 ms). ``polish``, ``tol``: see :func:`_solve_fold`."""
     d = X.shape[1]
     coef = np.zeros((n_classes, d)) if coef is None else coef
     intercept = np.zeros(n_classes) if intercept is None else intercept
     p = n_classes * d + (n_classes - 1 if fit_intercept else 0)
     return _solve_fold(X, codes, n_classes, lam, fit_intercept, coef, intercept, _dense_pays_off(X, n_classes, p, 1),
-                       preconditioner, with_factor, polish)
+                       preconditioner, with_factor, polish, tol)
 
 
 def centre_fold_outcome(X_train, codes, classes, lam, fit_intercept, coef, intercept, X_test, arc_pieces=None,
