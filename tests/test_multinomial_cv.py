@@ -369,3 +369,31 @@ def test_grid_search_equals_exact_grid_search():
     np.testing.assert_array_equal(got.cv_results_["mean_train_score"], expected.cv_results_["mean_train_score"])
     assert got.best_index_ == expected.best_index_ and got.fallback_reason_ is None
     assert isinstance(sp.csr_matrix(X), sp.csr_matrix)
+
+
+@pytest.mark.parametrize("cv,rough,scoring", [(StratifiedKFold(5), True, "accuracy"),
+                                              (StratifiedKFold(5), True, "neg_log_loss"),
+                                              (LeaveOneOut(), False, "accuracy")], ids=["5-fold-labels",
+                                                                                       "5-fold-values", "loo"])
+def test_full_fit_only_as_rough_as_its_folds_allow(monkeypatch, cv, rough, scoring):
+    """cross_val_score solves a multinomial Pipeline's full fit to MULTINOMIAL_ROUGH_TOL only where
+    every fold holds out at least 1/40 of the rows (it only starts them), and factors its Hessian
+    there for their steps; exactly on leave-one-out, whose folds its bounds decide. The scores are
+    the exact refits' either way."""
+    import sklearn_ext.cross_validation as module
+
+    tols = []
+
+    def solve_fold(*args, **kwargs):
+        tols.append(kwargs.get("tol"))
+        return multinomial_cv.solve_fold(*args, **kwargs)
+    monkeypatch.setattr(module, "solve_fold", solve_fold)
+    X, y = multiclass_problem(12, 60, 6, 3)
+    estimator = make_pipeline(StandardScaler(), LogisticRegression(C=5.0))
+    splits = list(cv.split(X, y))
+    scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+    assert tols == [module.MULTINOMIAL_ROUGH_TOL if rough else None]
+    np.testing.assert_allclose(scores, exact_scores(estimator, X, y, splits, scoring), rtol=1e-9, atol=1e-12)
+    # the estimator_ that GLRUCrossValidator fits is always exact
+    GLRUCrossValidator(estimator, cv=cv, scoring=scoring).fit(X, y)
+    assert tols[-1] is None
