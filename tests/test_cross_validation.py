@@ -337,7 +337,7 @@ def test_scaled_folds_stepping_together_equal_exact_refits(monkeypatch, fit_inte
                                               (KFold(50), False, "accuracy"), (LeaveOneOut(), False, "accuracy")],
                          ids=["5-fold-labels", "5-fold-values", "50-fold", "loo"])
 def test_full_fit_only_as_rough_as_the_folds_stepping_from_it_allow(monkeypatch, cv, rough, scoring):
-    """cross_val_score solves the full fit to ROUGH_START_TOL only, by the folds' own steps, where
+    """cross_val_score solves the full fit roughly (rough_start_tol), by the folds' own steps, where
     every fold, holding out at least 1/40 of the rows, takes its Newton–CG steps with the others;
     to START_TOL otherwise (leave-one-out folds start near it); the scores are the exact refits'
     either way."""
@@ -351,6 +351,27 @@ def test_full_fit_only_as_rough_as_the_folds_stepping_from_it_allow(monkeypatch,
     estimator = learned(make_pipeline(StandardScaler(), LogisticRegression(C=0.7)), True)
     scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
     assert called == ["_rough_full_fit" if rough else "_full_fit"]
+    np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,tol", [((300, 150), 0.1), ((120, 150), 1e-4)], ids=["rows", "columns"])
+@pytest.mark.parametrize("scoring", ["accuracy", "neg_log_loss"])
+def test_rough_full_fit_to_a_tenth_where_rows_outnumber_columns(monkeypatch, shape, tol, scoring):
+    """The rough full fit goes to a relative gap of 0.1 where X has at least as many rows as
+    columns, to 1e-4 otherwise; the scores are the exact refits' either way."""
+    import sklearn_ext.cross_validation as module
+
+    gaps = []
+
+    def spy(*args, taken=module.scaled_fold_starts, **kwargs):
+        gaps.append(kwargs.get("gap"))
+        return taken(*args, **kwargs)
+    monkeypatch.setattr(module, "scaled_fold_starts", spy)
+    X, y = scaled_problem(22, *shape, True)
+    estimator, cv = learned(make_pipeline(StandardScaler(), LogisticRegression(C=0.7)), True), KFold(5, shuffle=True,
+                                                                                                     random_state=3)
+    scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+    assert gaps == [tol, None]  # (the full fit's steps, then the folds')
     np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-9, atol=1e-12)
 
 
