@@ -105,7 +105,7 @@ def zero_band(eval_norms, alpha, train_norms, strength, n_features, intercept_cu
         return np.zeros(np.shape(np.multiply.outer(eval_norms, train_norms @ alpha)))
     band = np.multiply.outer(eval_norms, gamma * (train_norms @ alpha) / strength)
     if intercept_curvature is not None:
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (an infinite shift: capped below)
             shift = np.where(intercept_curvature > 0, gamma * alpha.sum(axis=0) / intercept_curvature, 0.0)
         band = band + shift
     return np.minimum(band, ZERO_BAND_CAP)

@@ -238,7 +238,9 @@ def exact_shift_interval(loss, radius, y, margins, deviation_norms, margin_error
         point = None
         if root is not None:  # the first step: where the slope at the root clears the rounding bound
             value, tol = h(root)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            # (a slope of 0, or one so small that the width overflows, as ℓ'' = e/(1 + e)² gives far
+            # from the boundary: _certify then starts from its smallest width and grows it fourfold)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 width = 1.5 * (abs(value) + tol) / slope(root)
             point = _certify(h, root, below, width if np.isfinite(width) else 0.0)
         # no sign change: no finite optimum exists, and nothing can be certified
