@@ -386,7 +386,7 @@ SCALED_BLOCK_FLOATS = 1 << 19
 
 
 def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, shifts, Z, preconditioner=None,
-                       polish=False, held_out=None, gap=None):
+                       polish=False, held_out=None, gap=None, single=None):
     """Damped Newton–CG steps (:class:`ScaledFoldBlock`) for all the folds together, from the
     columns of Z, each fold until its gradient puts it within relative gap ``gap`` (``START_GAP``
     if None) of its optimum, its step predicts no decrease above the objective's rounding, or after
@@ -410,10 +410,13 @@ def scaled_fold_starts(X, y, loss, fit_intercept, dropped, strengths, scales, sh
     :func:`glru.solver.solve_held_out`) took 0.1–0.3 s a fold on 5-fold binary 20000 × 500 at
     C = 100 and dense 20000 × 600.
 
+    ``single``: :func:`single_precision` of X, if made already (by a caller that steps on X
+    twice: a full fit, then its folds).
+
     Returns (Z, settled): the points reached, as the columns of a copy of Z, and a mask of the
     folds polished so (past the start gap, their steps not run out first)."""
     Z = np.array(Z, dtype=float)
-    XT, rough = X.T, single_precision(X)
+    XT, rough = X.T, single_precision(X) if single is None else single
     size = block_columns(X, SCALED_BLOCK_FLOATS)
     settled = np.zeros(Z.shape[1], dtype=bool)
     norms = None if held_out is None else scaled_row_norms(X, held_out, scales, shifts, fit_intercept)

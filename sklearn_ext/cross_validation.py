@@ -29,7 +29,7 @@ from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate
 from glru.fold_refit import (BALL_FIRST_ROWS, refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold,
                              steps_together_pay_off)
-from glru.fold_steps import fold_preconditioner, scaled_fold_starts
+from glru.fold_steps import fold_preconditioner, scaled_fold_starts, single_precision
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
 from glru.newton_centres import outside
@@ -247,16 +247,19 @@ class GLRUCrossValidator(BaseEstimator):
                     or splits[k][1].size > BALL_FIRST_ROWS] \
             if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 and \
             _steps_together_apply(preprocessing, model, full_pre, X_full, codes) else []
+        # (X as the steps' products take it, validated and in float32 once for the full fit's steps and the folds')
+        X_in = check_X(X) if stepping else None
+        single = single_precision(X_in) if stepping else None
         rough = not refit and min(splits[k][1].size for k in trainable) >= ROUGH_START_SHARE * y.size
         if rough and len(stepping) == len(trainable):
-            start, preconditioner = _rough_full_fit(model, X, codes, full_pre, previous_full), None
+            start, preconditioner = _rough_full_fit(model, X_in, single, codes, full_pre, previous_full), None
         else:
             start, preconditioner = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
                                               rough=rough)
         fitted = time.perf_counter()
         together = dict(zip(stepping, _starts_together(  # fold j → (its start, fitted steps, polished, M_j⁻¹)
-            preprocessing, model, X, y, codes, [splits[trainable[j]] for j in stepping], start, full_pre, X_full,
-            [previous_folds[j] for j in stepping], need == "values" or train_scores))) if stepping else {}
+            preprocessing, model, X, X_in, single, y, codes, [splits[trainable[j]] for j in stepping], start, full_pre,
+            X_full, [previous_folds[j] for j in stepping], need == "values" or train_scores))) if stepping else {}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
                                          "values" if train_scores else need,
@@ -448,22 +451,23 @@ START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _
 MULTINOMIAL_ROUGH_TOL = 0.1
 
 
-def _rough_full_fit(model, X, codes, full_steps, start):
-    """(coef, intercept) of the binary ``model`` on all rows of X, as the fitted per-feature scaler
-    ``full_steps`` outputs them, to the relative gap :func:`rough_start_tol` only: the start of folds
+def _rough_full_fit(model, X_in, single, codes, full_steps, start):
+    """(coef, intercept) of the binary ``model`` on all rows of ``X_in`` (X validated by
+    :func:`check_X`; ``single``, its :func:`glru.fold_steps.single_precision`), as the fitted
+    per-feature scaler ``full_steps`` outputs them, to the relative gap :func:`rough_start_tol`
+    only: the start of folds
     that all take their Newton–CG steps together, each holding out at least ``ROUGH_START_SHARE``
     of the rows, and their preconditioner's point. Solved by those same steps, a fold that drops
     no row (:func:`glru.fold_steps.scaled_fold_starts`, on X as given), from ``start`` where it
     has the shapes (a neighbouring grid point's), else from zeros."""
     scales, shifts = affine_scaling(full_steps[-1])
-    X_in, d = check_X(X), scales.size
-    n = X_in.shape[0]
+    n, d = X_in.shape[0], scales.size
     coef, intercept = start if start is not None and start[0].shape == (d,) else (np.zeros(d), 0.0)
     z = np.append(coef, intercept) if model.fit_intercept else coef
     with blas_for(X_in):
         z = scaled_fold_starts(X_in, np.where(codes == 1, 1.0, -1.0), model.loss, model.fit_intercept,
                                [np.empty(0, dtype=int)], np.array([n * model.penalty_for(n).lam]), scales[:, None],
-                               shifts[:, None], z[:, None], gap=rough_start_tol(X_in))[0][:, 0]
+                               shifts[:, None], z[:, None], gap=rough_start_tol(X_in), single=single)[0][:, 0]
     return (z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0)
 
 
@@ -503,7 +507,8 @@ def _steps_together_apply(preprocessing, model, full_steps, X_full, codes):
             model.fit_intercept))
 
 
-def _starts_together(preprocessing, model, X, y, codes, splits, start, full_steps, X_full, previous, polish):
+def _starts_together(preprocessing, model, X, X_in, single, y, codes, splits, start, full_steps, X_full, previous,
+                     polish):
     """(start (coef, intercept), steps fitted on the fold's rows, whether the start is polished
     to rounding level, the fold's v ↦ M_j⁻¹v or None) for the binary folds of the (training,
     held-out) ``splits`` of a Pipeline whose one step is a per-feature scaler
@@ -514,10 +519,10 @@ def _starts_together(preprocessing, model, X, y, codes, splits, start, full_step
     gradients preconditioned by the full fit's Hessian where that pays off
     (:func:`glru.fold_steps.fold_preconditioner`), and with ``polish`` (the folds' values are
     needed) on to rounding level, else on to it where their held-out signs look open. Only
-    where :func:`_steps_together_apply`."""
+    where :func:`_steps_together_apply`. ``X_in``, ``single``: as :func:`_rough_full_fit`'s."""
     old = affine_scaling(full_steps[-1])
     targets = np.where(codes == 1, 1.0, -1.0)
-    X_in, n = check_X(X), X_full.shape[0]
+    n = X_full.shape[0]
     fitted, scales, shifts, points, dropped, strengths = [], [], [], [], [], []
     for (train, _), at in zip(splits, previous):
         fitted.append(clone(preprocessing).fit(_safe_indexing(X, train), y[train]))
@@ -534,7 +539,8 @@ def _starts_together(preprocessing, model, X, y, codes, splits, start, full_step
                                              n * model.penalty_for(n).lam, scales, shifts, old)
         Z, polished = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
                                          scales, shifts, np.column_stack(points), preconditioner=preconditioner,
-                                         polish=polish, held_out=None if polish else [test for _, test in splits])
+                                         polish=polish, held_out=None if polish else [test for _, test in splits],
+                                         single=single)
     return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps, done,
              None if preconditioner is None else preconditioner.of_fold(j))
             for j, (z, steps, done) in enumerate(zip(Z.T, fitted, polished))]
