@@ -107,6 +107,20 @@ class Certificate:
             lower, upper = np.maximum(lower, box_lo), np.minimum(upper, box_hi)
         return lower, upper
 
+    def sign_bounds(self, X_eval, intercept="fast"):
+        """The bounds of :meth:`decision_bounds` as far as the signs need them: the ball's on
+        every row, intersected with the box's on the rows whose sign the ball's leave open. Sound,
+        and they decide the same signs; the box needs the dual domain and a dense copy of the rows
+        and narrows little the ball of a point near its optimum (sparse exponential 30000 × 800,
+        5-fold: a fold's ball left 0 or 1 of its 6000 held-out signs open, and the box over all
+        of them took 60 ms)."""
+        X_eval = check_X(X_eval, name="X_eval", n_features=self.n_features)
+        lower, upper = self.decision_bounds(X_eval, intercept, box=False)
+        rows = np.flatnonzero(~bounds.signs_decided(lower, upper))
+        if rows.size:  # (each row's bounds are its own; the intercept's bracket, shared, is cached)
+            lower[rows], upper[rows] = self.decision_bounds(X_eval[rows], intercept)
+        return lower, upper
+
     def unshifted_decision_bounds(self, X_eval, box=True):
         """The bounds of :meth:`decision_bounds` before an unpenalized intercept's bracket
         [τ_lo, τ_hi] (:mod:`glru.intercept`) is added to them. NOT certified bounds on the decision

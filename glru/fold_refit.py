@@ -81,7 +81,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         # (a polished start's bounds are computed once, below)
         if not polished and (not chord or X_test.shape[0] <= BALL_FIRST_ROWS):
             lower, upper, values, evaluation = certified_bounds(
-                problem, coef, intercept, X_test, lambda lower, upper: signs_decided(lower, upper).all(), evaluation)
+                problem, coef, intercept, X_test, signs_only=True, evaluation=evaluation)
             strength = penalty.strong_convexity  # (the solve's checks then wait for the radius it needs)
             if signs.decided(lower, upper, primal_radius(evaluation.gap, strength) if strength > 0 else None):
                 return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)
@@ -143,9 +143,9 @@ def outcome_at(problem, coef, intercept, X_test, solved=False, evaluation=None):
     if not solved:
         lower, upper, values, _ = certified_bounds(problem, coef, intercept, X_test, evaluation=evaluation)
         return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)
-    # (the box's bounds only where the ball's leave a sign open: at a solved point they narrow little)
-    lower, upper, values, band, evaluation = held_out_bounds(
-        problem, coef, intercept, X_test, evaluation, lambda lower, upper: signs_decided(lower, upper).all())
+    # (the box's bounds only on the rows whose sign the ball's leave open: at a solved point they narrow little)
+    lower, upper, values, band, evaluation = held_out_bounds(problem, coef, intercept, X_test, evaluation,
+                                                             signs_only=True)
     outcome = HeldOutOutcome(lower, upper, values, coef, intercept, solved=True)
     outcome.rounded = outcome.settled = evaluation.converged(TOL_ROUNDING)
     outcome.zero_band = band

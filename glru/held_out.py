@@ -122,29 +122,26 @@ class MulticlassOutcome:
         return self.classes[winner]
 
 
-def certified_bounds(problem, coef, intercept, X_test, enough=None, evaluation=None):
+def certified_bounds(problem, coef, intercept, X_test, signs_only=False, evaluation=None):
     """(lower, upper, values, evaluation) of X_test's decision values for ``problem`` at (coef,
     intercept): certified bounds (exact intercept bracket), the values, and the point's
-    :class:`glru.problem.GapEvaluation`. With ``enough`` (a predicate on (lower, upper)), the
-    ball's bounds alone where they satisfy it: the box's need the dual domain and a dense copy
-    of X_test's rows, and narrow little a ball of a point near its optimum (a tenth of the time
-    of a 10-fold Pipeline of sparse Gaussian 10000 × 1000 whose folds reach relative gaps of
-    1e-13 before these bounds). ``evaluation``: the point's gap evaluation, if made already."""
+    :class:`glru.problem.GapEvaluation`. With ``signs_only``, the bounds as far as the signs need
+    them (:meth:`~glru.certificate.Certificate.sign_bounds`; the box's bounds over every row took
+    a tenth of the time of a 10-fold Pipeline of sparse Gaussian 10000 × 1000, whose folds reach
+    relative gaps of 1e-13 before these bounds). ``evaluation``: the point's gap evaluation, if
+    made already."""
     ev = problem.duality_gap(coef, intercept) if evaluation is None else evaluation
     certificate = certificate_at(problem, coef, intercept, ev)
     values = np.asarray(X_test @ coef).ravel() + intercept
-    if enough is not None:
-        lower, upper = certificate.decision_bounds(X_test, intercept="exact", box=False)
-        if enough(lower, upper):
-            return lower, upper, values, ev
-    lower, upper = certificate.decision_bounds(X_test, intercept="exact")
+    lower, upper = certificate.sign_bounds(X_test, intercept="exact") if signs_only else \
+        certificate.decision_bounds(X_test, intercept="exact")
     return lower, upper, values, ev
 
 
-def held_out_bounds(problem, coef, intercept, X_test, evaluation=None, enough=None):
-    """(lower, upper, values, band, evaluation): :func:`certified_bounds` (``enough``: see there)
-    and the values' :func:`glru.bounds.zero_band` (for a point solved to rounding level)."""
-    lower, upper, values, ev = certified_bounds(problem, coef, intercept, X_test, enough, evaluation)
+def held_out_bounds(problem, coef, intercept, X_test, evaluation=None, signs_only=False):
+    """(lower, upper, values, band, evaluation): :func:`certified_bounds` (``signs_only``: see
+    there) and the values' :func:`glru.bounds.zero_band` (for a point solved to rounding level)."""
+    lower, upper, values, ev = certified_bounds(problem, coef, intercept, X_test, signs_only, evaluation)
     train, test = np.sqrt(row_norms_sq(problem.X)), np.sqrt(row_norms_sq(X_test))
     curvature = None
     if problem.fit_intercept:

@@ -835,7 +835,7 @@ class SignsDecided:
                 *cert.unshifted_decision_bounds(self.X_test), radius)):
             # (the bounds before the intercept's bracket: what they leave open, the bracket does too)
             return False
-        return self.decided(*cert.decision_bounds(self.X_test, intercept="exact"), radius)
+        return self.decided(*cert.sign_bounds(self.X_test, intercept="exact"), radius)
 
     def waits_for(self, radius):
         """Whether a check at a certificate of this radius is skipped (it waits for a smaller one)."""

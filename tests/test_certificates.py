@@ -241,3 +241,27 @@ def test_unshifted_decision_bounds_lie_within_the_certified_ones(seed, n, d, log
     inner_lower, inner_upper = cert.unshifted_decision_bounds(X[n - 3:])
     tolerance = 1e-9 * (1 + np.abs(inner_lower) + np.abs(inner_upper))
     assert np.all(lower <= inner_lower + tolerance) and np.all(inner_upper <= upper + tolerance)
+
+
+@given(problem_params)
+def test_sign_bounds_decide_the_signs_the_full_bounds_decide(params):
+    """sign_bounds: the ball's bounds where they decide a sign, the full (ball ∩ box) bounds
+    where they do not (to rounding: a product with fewer rows may sum in another order); sound,
+    and deciding the signs decision_bounds decides."""
+    from glru.bounds import signs_decided
+
+    p = params
+    lam, kappa, cert, X_new, y_new, X_eval = modified_problem(p, seed_offset=3)
+    if loses_a_class(p, y_new):
+        return
+    X_eval = np.vstack([X_eval, X_eval[:2] * 1e-3])  # rows near 0, whose signs the ball leaves open
+    lower, upper = cert.sign_bounds(X_eval, intercept=p["intercept_mode"])
+    full_lower, full_upper = cert.decision_bounds(X_eval, intercept=p["intercept_mode"])
+    ball_lower, ball_upper = cert.decision_bounds(X_eval, intercept=p["intercept_mode"], box=False)
+    by_ball = signs_decided(ball_lower, ball_upper)
+    np.testing.assert_array_equal(lower[by_ball], ball_lower[by_ball])
+    np.testing.assert_allclose(lower[~by_ball], full_lower[~by_ball], rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(upper[~by_ball], full_upper[~by_ball], rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(signs_decided(lower, upper), signs_decided(full_lower, full_upper))
+    ref = exact_fit(X_new, y_new, p["loss"], lam, kappa, p["fit_intercept"])
+    assert_contains(lower, upper, *reference_interval(ref, X_eval), "sign_bounds")
