@@ -13,6 +13,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn import model_selection
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, is_classifier
@@ -416,6 +417,37 @@ def _transformed(preprocessing, model, X, y, rows, fitted=None):
         return _StepFailed(error)
 
 
+def _fold_designs(preprocessing, model, X, y, split, fitted=None):
+    """(the steps fitted on the split's training rows, or ``fitted`` there already; the model's
+    design matrices of its training rows and of its held-out rows), as a Pipeline computes them,
+    or :class:`_StepFailed`. A per-feature scaler (the one step, X an array) transforms each
+    value on its own: both sets of rows are taken from X at once and transformed in one call,
+    to the same bits as apart (iris with LinearSVC, leave-one-out: 0.60 → 0.51 s)."""
+    train, test = split
+    if not (len(preprocessing.steps) == 1 and scales_per_feature(preprocessing[-1])
+            and (isinstance(X, np.ndarray) or sp.issparse(X))):
+        done = _transformed(preprocessing, model, X, y, train, fitted)
+        if isinstance(done, _StepFailed):
+            return done
+        steps, X_train = done
+        try:
+            X_test = model.design(check_X(steps.transform(_safe_indexing(X, test)), n_features=X_train.shape[1]
+                                          - (model.intercept_scaling is not None)))
+        except Exception as error:
+            return _StepFailed(error)
+        return steps, X_train, X_test
+    rows = _safe_indexing(X, np.concatenate([train, test]))
+    try:
+        steps = fitted
+        if steps is None:  # (the step fitted in place, in its Pipeline)
+            steps = clone(preprocessing)
+            steps[-1].fit(rows[:train.size], y[train])
+        designs = model.design(check_X(steps[-1].transform(rows)))
+    except Exception as error:  # any step's error: scikit-learn's own computation reports it its way
+        return _StepFailed(error)
+    return steps, designs[:train.size], designs[train.size:]
+
+
 def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
     """((coef, intercept), preconditioner) of ``model`` on (X, class ``codes``): the start of the
     folds of :meth:`GLRUCrossValidator._fit_learned`, and, ``exact`` to rounding, its ``estimator_``;
@@ -586,15 +618,10 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     v ↦ M_j⁻¹v from those steps, for its polish; a multinomial fold's, the full fit's factorized
     Hessian (:func:`_full_fit`)."""
     train, test = split
-    fitted = _transformed(preprocessing, model, X, y, train, fitted_steps)
-    if isinstance(fitted, _StepFailed):
-        return fitted
-    steps, X_train = fitted
-    try:
-        X_test = model.design(check_X(steps.transform(_safe_indexing(X, test)), n_features=X_train.shape[1]
-                                      - (model.intercept_scaling is not None)))
-    except Exception as error:
-        return _StepFailed(error)
+    designs = _fold_designs(preprocessing, model, X, y, split, fitted_steps)
+    if isinstance(designs, _StepFailed):
+        return designs
+    steps, X_train, X_test = designs
     coef, intercept = start
     new = affine_scaling(steps[-1])
     if old is not None and new is not None:

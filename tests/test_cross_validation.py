@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics import check_scoring, make_scorer, matthews_corrcoef
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import MinMaxScaler, Normalizer, OneHotEncoder, StandardScaler
+from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, Normalizer, OneHotEncoder, RobustScaler, StandardScaler
 from sklearn.svm import LinearSVC
 
 import glru.cross_validation as glru_cv
@@ -354,6 +354,36 @@ def test_full_fit_only_as_rough_as_the_folds_stepping_from_it_allow(monkeypatch,
     scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
     assert called == ["_rough_full_fit" if rough else "_full_fit"]
     np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("scaler", [StandardScaler(), StandardScaler(with_mean=False), MinMaxScaler((-1, 2)),
+                                    MaxAbsScaler(), RobustScaler()], ids=repr)
+@pytest.mark.parametrize("final", [LogisticRegression(), LinearSVC(intercept_scaling=3.0)], ids=repr)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_fold_designs_are_the_pipelines_to_the_bit(scaler, final, sparse):
+    """A fold's design matrices, its training and held-out rows transformed in one call by the
+    scaler fitted on the former, are those of the Pipeline's fit and transform to the bit; where
+    the Pipeline fails (sparse rows some scalers refuse), a _StepFailed."""
+    from sklearn_ext._adapters import linear_model, pipeline_steps
+    from sklearn_ext.cross_validation import _fold_designs, _StepFailed
+
+    X, y = scaled_problem(24, 40, 7, sparse)
+    estimator = make_pipeline(scaler, final)
+    preprocessing, model = pipeline_steps(estimator)[0], linear_model(final)
+    train, test = np.arange(3, 40), np.arange(3)
+    designs = _fold_designs(preprocessing, model, X, y, (train, test))
+    try:
+        fitted = clone(preprocessing).fit(X[train], y[train])
+    except (TypeError, ValueError):  # (MinMaxScaler's on sparse rows, StandardScaler's centring them)
+        assert isinstance(designs, _StepFailed)
+        return
+    steps, X_train, X_test = designs
+    for got, rows in ((X_train, train), (X_test, test)):
+        expected = model.design(fitted.transform(X[rows]))
+        got, expected = (m.toarray() if sp.issparse(m) else m for m in (got, expected))
+        assert np.array_equal(got, expected)
+    assert np.array_equal(steps.transform(X[test]).toarray() if sparse else steps.transform(X[test]),
+                          fitted.transform(X[test]).toarray() if sparse else fitted.transform(X[test]))
 
 
 @pytest.mark.parametrize("scaler,sparse,estimated,scoring", [
