@@ -13,7 +13,6 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn import model_selection
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, is_classifier
@@ -420,12 +419,13 @@ def _transformed(preprocessing, model, X, y, rows, fitted=None):
 def _fold_designs(preprocessing, model, X, y, split, fitted=None):
     """(the steps fitted on the split's training rows, or ``fitted`` there already; the model's
     design matrices of its training rows and of its held-out rows), as a Pipeline computes them,
-    or :class:`_StepFailed`. A per-feature scaler (the one step, X an array) transforms each
-    value on its own: both sets of rows are taken from X at once and transformed in one call,
-    to the same bits as apart (iris with LinearSVC, leave-one-out: 0.60 → 0.51 s)."""
+    or :class:`_StepFailed`. A per-feature scaler (the one step, X a dense array) transforms
+    each value on its own: both sets of rows are taken from X at once and transformed in one
+    call, to the same bits as apart, and the training rows are views of them (iris with
+    LinearSVC, leave-one-out: 0.60 → 0.51 s). Sparse rows are sliced as copies: there, apart
+    (binary 20000 × 500, 5-fold, 0.56–0.59 s apart, 0.62–0.85 s at once)."""
     train, test = split
-    if not (len(preprocessing.steps) == 1 and scales_per_feature(preprocessing[-1])
-            and (isinstance(X, np.ndarray) or sp.issparse(X))):
+    if not (len(preprocessing.steps) == 1 and scales_per_feature(preprocessing[-1]) and isinstance(X, np.ndarray)):
         done = _transformed(preprocessing, model, X, y, train, fitted)
         if isinstance(done, _StepFailed):
             return done
