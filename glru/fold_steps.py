@@ -323,9 +323,9 @@ def fold_preconditioner(X, y, loss, fit_intercept, coef, intercept, strength, sc
     (a_j, c_j: z_j = a_j∘x + c_j), from the Hessian at (coef, intercept) on the rows of X (as given)
     scaled by ``old`` = (a, c); None where it does not pay off (:func:`preconditioning_pays_off`),
     the Hessian is singular, or a fold's scaling cannot be written in terms of ``old`` (a zero
-    scale, shifts without an intercept, or of sparse rows). Dense rows are scaled in float32
-    (from ``single``, X's :func:`single_precision`, if made already): the Gram matrix only
-    preconditions, and BLAS forms it faster (see :func:`glru.newton_centres._add_symmetric_product`)."""
+    scale, shifts without an intercept, or of sparse rows). The Gram matrix only preconditions:
+    formed in float32 where rows are dense (:func:`glru.newton_centres.weighted_gram`), dense
+    rows scaled in float32 (from ``single``, X's :func:`single_precision`, if made already)."""
     if not preconditioning_pays_off(X, fit_intercept, scales.shape[1]):
         return None
     a, c = old
@@ -342,7 +342,7 @@ def fold_preconditioner(X, y, loss, fit_intercept, coef, intercept, strength, sc
             c.astype(np.float32)
         point = coef.astype(np.float32)
     margins = np.asarray(rows @ point, dtype=float).ravel() + intercept
-    K = weighted_gram(rows, loss.second_derivative(y, margins), fit_intercept)
+    K = weighted_gram(rows, loss.second_derivative(y, margins), fit_intercept, single=True)
     K[np.arange(X.shape[1]), np.arange(X.shape[1])] += strength
     try:
         return FoldPreconditioner(scipy.linalg.cho_factor(K, check_finite=False), ratios, offsets)

@@ -249,7 +249,7 @@ def outside(rows, n):
     return np.flatnonzero(mask)
 
 
-def weighted_gram(X, weights, fit_intercept, rows=None):
+def weighted_gram(X, weights, fit_intercept, rows=None, single=False):
     """X̃_Rᵀ diag(weights) X̃_R as a dense (d̃, d̃) array, X̃ = [X, 1] with an intercept, R = ``rows``
     (all rows if None; ``weights`` are R's), a chunk of rows at a time; weights of any sign.
     Sparse rows are multiplied as sparse matrices, or made dense for BLAS where that is faster:
@@ -258,30 +258,35 @@ def weighted_gram(X, weights, fit_intercept, rows=None):
     BLAS syrk d²/2 at ~0.1 ns; measured on one core, the two broke even near nnz_i² = d²/80
     (a9a.t, 14 of 122 features a row: equally fast; mushrooms, 21 of 112: 2× faster dense; w8a's
     rows of 40 to 114 of 300 features, most of those its refreshes touch: 1.4× faster dense), and
-    ratios from 35 to 100 measured alike once the symbolic pass was gone. Besides the result, one
-    d × d buffer while it is formed."""
+    ratios from 35 to 100 measured alike once the symbolic pass was gone. With ``single`` (a Gram
+    matrix that only preconditions) dense rows are multiplied in float32, by a syrk twice as fast,
+    and rows go dense from nnz_i² > d²/DENSE_ROW_RATIO_SINGLE (binary 20000 × 500 (5 %), 45 of 500
+    features a row: 0.20 s sparse, 0.13 s dense in float32). Besides the result, one d × d buffer
+    while it is formed."""
     d = X.shape[1]
     gram = np.zeros((d + fit_intercept,) * 2)
     dense = True  # every row, for a dense X
     if sp.issparse(X):
         lengths = np.diff(X.indptr) if rows is None else np.diff(X.indptr)[rows]
-        dense = DENSE_ROW_RATIO * lengths.astype(float) ** 2 > d * d
+        dense = (DENSE_ROW_RATIO_SINGLE if single else DENSE_ROW_RATIO) * lengths.astype(float) ** 2 > d * d
     for in_dense in (False, True):
         chosen = np.equal(dense, in_dense)
         if np.all(chosen):
-            _add_gram(gram, X, weights, fit_intercept, rows, in_dense)
+            _add_gram(gram, X, weights, fit_intercept, rows, in_dense, single)
         elif np.any(chosen):
             part = np.flatnonzero(chosen)
             _add_gram(gram, X, weights[part], fit_intercept, part if rows is None else np.asarray(rows)[part],
-                      in_dense)
+                      in_dense, single)
     return gram
 
 
 DENSE_ROW_RATIO = 60.0  # a little on the sparse side of where the two break even (see weighted_gram)
+DENSE_ROW_RATIO_SINGLE = 2 * DENSE_ROW_RATIO  # (float32 syrk: the break-even doubles)
 
 
-def _add_gram(gram, X, weights, fit_intercept, rows, dense):
-    """gram += X̃_Rᵀ diag(weights) X̃_R, the rows as dense or as sparse matrices, a chunk at a time."""
+def _add_gram(gram, X, weights, fit_intercept, rows, dense, single=False):
+    """gram += X̃_Rᵀ diag(weights) X̃_R, the rows as dense (in float32 with ``single``) or as
+    sparse matrices, a chunk at a time."""
     d = X.shape[1]
     # BLAS syrk fills the upper triangle only; the sparse products are scattered into a contiguous
     # buffer (SciPy's kernel for it takes no strides; gram[:d, :d] has them with an intercept)
@@ -298,6 +303,7 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense):
         w = weights[chunk]
         if dense:
             part = part.toarray() if sp.issparse(part) else part
+            part = part.astype(np.float32, copy=False) if single else part
             _add_symmetric_product(out, part, w)
             column = w.astype(part.dtype, copy=False) @ part
         else:

@@ -50,6 +50,20 @@ def test_property_weighted_gram_equals_the_dense_product(seed, n, d, fit_interce
     np.testing.assert_allclose(dense_gram, expected, rtol=0, atol=1e-12 * scale.max())
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), d=st.integers(1, 40), fit_intercept=st.booleans(),
+       sparse=st.booleans())
+def test_property_single_precision_gram_is_the_product_to_float32(seed, n, d, fit_intercept, sparse):
+    """``single``: the rows that go dense multiplied in float32 (more of them, DENSE_ROW_RATIO_SINGLE),
+    accumulated in float64: the product to float32's rounding."""
+    X, dense = _rows_of_mixed_length(seed, n, d)
+    weights = np.random.default_rng(seed + 1).standard_normal(n)
+    gram = weighted_gram(X if sparse else dense, weights, fit_intercept, single=True)
+    scale = 1.0 + np.abs(_expected(np.abs(dense), np.abs(weights), fit_intercept, None))
+    np.testing.assert_allclose(gram, _expected(dense, weights, fit_intercept, None), rtol=0,
+                               atol=(d + 4) * 2e-7 * scale.max())
+
+
 @pytest.mark.parametrize("index_type", [np.int32, np.int64])
 def test_sparse_products_take_either_index_type(index_type):
     """SciPy's kernel takes one index type for all arrays; 64-bit indices (large X) work too."""
