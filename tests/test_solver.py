@@ -389,3 +389,28 @@ def test_damped_semismooth_newton_reaches_the_optimum_from_zero(loss, fit_interc
     curvatures = problem.loss.second_derivative(y, problem.margins(coef, intercept))
     exact = weighted_gram(X, curvatures, fit_intercept) + np.diag(n * lam * hessian.mask)
     np.testing.assert_allclose(hessian.hessian, exact, rtol=0, atol=1e-9 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("signs", [False, True], ids=["values", "signs"])
+def test_dual_solve_for_signs_starts_looser(monkeypatch, signs):
+    """LIBLINEAR's dual for held-out signs (``stop_when``) runs at 1e-7 first, for a gap at
+    1e-9 (d̃ beyond SEMISMOOTH_CHEAP_DIM: no semismooth finish); either way the signs it stops
+    at are those of the optimum."""
+    import glru.solver as solver
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    rng = np.random.default_rng(7)
+    X = sp.random(60, 3000, density=0.01, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(3000) + 0.3 * rng.standard_normal(60) > 0, 1.0, -1.0)
+    problem, X_test = Problem(X[:50], y[:50], get_loss("squared_hinge"), L2(1 / 50), False), X[50:]
+    runs, train = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None:
+                        runs.append(float(options.split("-e ")[1])) or train(ll_problem, options, init))
+    result = solver.solve(problem, tol=1e-14, method="liblinear-dual",
+                          stop_when=solver.SignsDecided(X_test) if signs else None)
+    assert runs[0] == (1e-7 if signs else 1e-9)
+    optimum = solver.solve(problem, tol=1e-14, method="newton")
+    values = np.asarray(X_test @ result.coef).ravel()
+    np.testing.assert_array_equal(values > 0, np.asarray(X_test @ optimum.coef).ravel() > 0)
