@@ -273,7 +273,11 @@ class GLRUCrossValidator(BaseEstimator):
             starts = _starts_together(model, X_in, single, codes, [splits[trainable[j]] for j in stepping], start,
                                       old, scales, shifts, [previous_folds[j] for j in stepping],
                                       need == "values" or train_scores)
-            together = {j: (point, steps, polished, of_fold, True)
+            # a scaler keeps float32 (float16) input so: the folds' data are rounded there, and a point the steps
+            # polished (on X in float64) is not their optimum to rounding (its gap within allowance, its
+            # gradient 1e8 times the polish's on an ill-conditioned fold): each is then polished on its own data
+            trusted = not _reduced_precision(X)
+            together = {j: (point, steps, polished and trusted, of_fold, True)
                         for j, steps, (point, polished, of_fold) in zip(stepping, fold_pre, starts)}
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, old,
@@ -559,6 +563,14 @@ def _stepping_input(preprocessing, model, X, codes):
     pays_off = steps_together_pay_off(Problem(X_in, np.where(codes == 1, 1.0, -1.0), model.loss,
                                               model.penalty_for(X_in.shape[0]), model.fit_intercept))
     return X_in if pays_off else None
+
+
+def _reduced_precision(X):
+    """Whether X (an array, a sparse matrix or a DataFrame) holds float32 or float16 values, which
+    scikit-learn's scalers keep in that precision."""
+    dtypes = getattr(X, "dtypes", None)  # (a DataFrame's, one a column)
+    dtypes = [getattr(X, "dtype", None)] if dtypes is None or isinstance(dtypes, np.dtype) else list(dtypes)
+    return any(isinstance(t, np.dtype) and t in (np.float32, np.float16) for t in dtypes)
 
 
 def _fitted_scalings(preprocessing, X, y, trains):
