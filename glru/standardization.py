@@ -16,7 +16,8 @@ s = Σ_T (x_i − μ) and q = Σ_T (x_i − μ)², the training rows' mean is μ
 import numpy as np
 import scipy.sparse as sp
 
-EPS = float(np.finfo(np.float64).eps)
+from .duality import EPS
+
 MOMENT_CHUNK_FLOATS = 1 << 18  # dense rows a chunk at a time: the deviations' temporary stays at 2 MiB
 
 

@@ -253,8 +253,9 @@ class GLRUCrossValidator(BaseEstimator):
             full_pre = X_full = None
             old, scales, shifts = fold_standardizations(X_in, [splits[k][1] for k in trainable], **standardizing)
             fold_pre = [None] * len(stepping)  # (each fold's scaler is fitted where its certificate needs it)
-        else:
-            full = _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
+        else:  # (the full fit from the steps' own: their scaling of all rows only, X not transformed)
+            full = _fitted_on_all(preprocessing, X, y) if rough_steps else \
+                _transformed(preprocessing, model, X, y, np.arange(y.shape[0]))
             if isinstance(full, _StepFailed):
                 return self._fall_back(X, y, splits, str(full), refit, train_scores)
             full_pre, X_full = full
@@ -418,6 +419,15 @@ def _transformed(preprocessing, model, X, y, rows, fitted=None):
         Z = steps.fit_transform(_safe_indexing(X, rows), y[rows]) if fitted is None else \
             steps.transform(_safe_indexing(X, rows))
         return steps, model.design(check_X(Z))
+    except Exception as error:  # any step's error: scikit-learn's own computation reports it its way
+        return _StepFailed(error)
+
+
+def _fitted_on_all(preprocessing, X, y):
+    """(the steps fitted on all rows, None), or :class:`_StepFailed`: their fit without the
+    transform of X that :func:`_transformed` makes."""
+    try:
+        return clone(preprocessing).fit(X, y), None
     except Exception as error:  # any step's error: scikit-learn's own computation reports it its way
         return _StepFailed(error)
 
@@ -645,7 +655,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     steps, X_train, X_test = designs
     coef, intercept = start
     new = affine_scaling(steps[-1])
-    if old is not None and new is not None:
+    if old is not None and new is not None and not stepped:  # (a stepped fold starts where its steps ended)
         coef, intercept = model.carried_over(coef, intercept, old, new)
     if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
         coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
