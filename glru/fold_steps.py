@@ -26,6 +26,7 @@ from .costs import DENSE_SECONDS, factor_seconds, gram_seconds, product_seconds
 from .duality import EPS
 from .hessian import DENSE_MAX_DIM
 from .newton_centres import weighted_gram
+from .problem import curved_rows
 
 ARMIJO = 1e-4  # sufficient decrease of a backtracked step, as a share of the linear prediction
 MAX_HALVINGS = 30
@@ -87,19 +88,34 @@ class FoldBlock:
             self.training[rows, j] = False
         self.curvatures = np.where(self.training, loss.second_derivative(y[:, None], U), 0.0)
         self.objective = self._objective(U, Z)
+        self._curved = {}  # rough → (X, Xᵀ, D) on the rows some fold curves at (see _curved_rows)
 
     def hessian_times(self, V, columns=slice(None), rough=False):
         """The Hessians of the folds ``columns`` (all, or a mask) times the columns of V:
-        X̃ᵀ(D_j ∘ X̃v_j) + a_j P v_j; with ``rough``, the two products with X in float32."""
+        X̃ᵀ(D_j ∘ X̃v_j) + a_j P v_j, on the rows some fold curves at only; with ``rough``, the
+        two products with X in float32."""
+        X, XT, curvatures = self._curved_rows(rough)
         if rough:
-            X, XT = self.rough
-            T = self.curvatures[:, columns] * self._margins(V.astype(np.float32), X, columns)
+            T = curvatures[:, columns] * self._margins(V.astype(np.float32), X, columns)
             HV = np.asarray(self._transposed(T.astype(np.float32), columns, XT), dtype=float)
         else:
-            T = self.curvatures[:, columns] * self._margins(V, columns=columns)
-            HV = self._transposed(T, columns)
+            T = curvatures[:, columns] * self._margins(V, X, columns)
+            HV = self._transposed(T, columns, XT)
         HV += self.strengths[columns] * self._penalized(V)
         return np.vstack([HV, T.sum(axis=0)]) if self.fit_intercept else HV
+
+    def _curved_rows(self, rough):
+        """(X, Xᵀ, D) of the Hessian products, in float32 if ``rough``: the rows of
+        :func:`glru.problem.curved_rows` only (sliced once a block), or all of them."""
+        if rough not in self._curved:
+            X, XT = self.rough if rough else (self.X, self.XT)
+            rows = curved_rows(self.curvatures)
+            if rows is None:
+                self._curved[rough] = X, XT, self.curvatures
+            else:
+                X = X[rows]
+                self._curved[rough] = X, X.T, self.curvatures[rows]
+        return self._curved[rough]
 
     def newton_steps(self, G, forcing):
         """Steps s_j with ‖H_j s_j + g_j‖ ≤ forcing_j·‖g_j‖ (or after ``CG_MAX_ITER`` iterations,

@@ -174,12 +174,18 @@ class Problem:
         w, b = self.split(z)
         margins = self.margins(w, b)
         if self._cache_curvature is None or self._cache_curvature[0] is not margins:
-            # CG calls hessp many times at one z: the curvatures are computed once per point
-            self._cache_curvature = (margins, self.loss.second_derivative(self.y, margins) / self.n)
-        curv = self._cache_curvature[1]
+            # CG calls hessp many times at one z: the curvatures (and the rows they leave curved) once per point
+            curvatures = self.loss.second_derivative(self.y, margins) / self.n
+            rows = curved_rows(curvatures)
+            if rows is None:
+                self._cache_curvature = (margins, curvatures, self.X, self.XT)
+            else:
+                X = self.X[rows]
+                self._cache_curvature = (margins, curvatures[rows], X, X.T)
+        _, curv, X, XT = self._cache_curvature
         v_w, v_b = self.split(v)
-        t = curv * (self.X @ v_w + v_b)
-        h_w = self.XT @ t + self.penalty.lam * v_w
+        t = curv * (X @ v_w + v_b)
+        h_w = XT @ t + self.penalty.lam * v_w
         return np.append(h_w, t.sum()) if self.fit_intercept else h_w
 
 
@@ -340,6 +346,21 @@ def compact_indices(X):
     if not sp.issparse(X) or X.indices.dtype == np.int32 or max(X.nnz, X.shape[1]) >= np.iinfo(np.int32).max:
         return X
     return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape, copy=False)
+
+
+def curved_rows(curvatures):
+    """Indices of the rows at which some column of ``curvatures`` (ℓ'' of each row: (n,), or
+    (n, m) for m points) is not 0, or None where they are more than ``CURVED_SHARE`` of the
+    rows. Hessian products X̃ᵀDX̃v then skip the flat rows, as LIBLINEAR's L2-loss SVC does
+    (its subXv on the active set): a squared hinge is flat past the margin, on 75 % of the
+    rows of LinearSVC's optimum on sparse Gaussian 10000 × 1000 (2 %) and 82 % on binary
+    20000 × 500 (5 %). The products are unchanged: a flat row only adds exact zeros."""
+    curved = curvatures != 0 if curvatures.ndim == 1 else np.any(curvatures != 0, axis=1)
+    rows = np.flatnonzero(curved)
+    return rows if rows.size <= CURVED_SHARE * curvatures.shape[0] else None
+
+
+CURVED_SHARE = 0.75  # (slicing the rows costs about one product with them; a Newton step takes several)
 
 
 def row_slices(X, entries=1 << 15):

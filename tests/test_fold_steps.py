@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from glru import fold_steps
@@ -61,6 +61,48 @@ def test_hessian_products_and_steps_match_dense_algebra(seed, n, d, loss, fit_in
         np.testing.assert_allclose(HV[:, j], H @ V[:, j], rtol=1e-10, atol=1e-10 * np.abs(H).max())
         if np.linalg.eigvalsh(H).min() > 1e-8 * np.abs(H).max():  # CG solves the system where it is one
             np.testing.assert_allclose(H @ S[:, j], -G[:, j], rtol=0, atol=1e-8 * np.linalg.norm(G[:, j]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(8, 40), d=st.integers(1, 12), fit_intercept=st.booleans(),
+       sparse=st.booleans(), scaled=st.booleans())
+def test_products_skip_only_the_rows_no_fold_curves_at(seed, n, d, fit_intercept, sparse, scaled):
+    """Squared-hinge folds at points that leave most rows past their margin: the Hessian products
+    (float64 and float32, of a FoldBlock or a ScaledFoldBlock) and Problem.hessp run on the rows
+    some fold curves at, fewer than n, and equal the products on every row."""
+    X, y = random_problem(seed, n, d, "squared_hinge", sparse=sparse)
+    rng = np.random.default_rng(seed + 1)
+    loss, m = get_loss("squared_hinge"), 2
+    dropped = [np.sort(rng.choice(n, size=max(1, n // 5), replace=False)) for _ in range(m)]
+    coef, _ = scipy.linalg.lstsq(X.toarray() if sp.issparse(X) else X, 4.0 * y)[:2]  # margins near 4y
+    Z = np.column_stack([np.append(coef * rng.uniform(0.8, 1.2), 0.0) if fit_intercept else coef * 1.1,
+                         np.append(coef, 0.1) if fit_intercept else coef])
+    strengths = rng.uniform(0.1, 2.0, size=m)
+    if scaled:
+        scales, shifts = rng.uniform(0.5, 2.0, (d, m)), np.zeros((d, m))
+        block = ScaledFoldBlock(X, X.T, y, loss, fit_intercept, Z, dropped, strengths, scales, shifts,
+                                single_precision(X))
+    else:
+        block = FoldBlock(X, X.T, y, loss, fit_intercept, Z, None, dropped, strengths, single_precision(X))
+    curved = np.any(block.curvatures != 0, axis=1)
+    assume(curved.sum() <= 0.75 * n)
+    V = rng.standard_normal(Z.shape)
+    HV, rough = block.hessian_times(V), block.hessian_times(V, rough=True)
+    assert block._curved_rows(False)[0].shape[0] == curved.sum() < n
+    dense = X.toarray() if sp.issparse(X) else X
+    for j, rows in enumerate(dropped):
+        training = np.setdiff1d(np.arange(n), rows)
+        rows_j = dense * scales[:, j] if scaled else dense
+        H = _dense_hessian(rows_j, y, "squared_hinge", fit_intercept, Z[:, j], training, strengths[j])
+        expected = H @ V[:, j]
+        np.testing.assert_allclose(HV[:, j], expected, rtol=1e-12, atol=1e-12 * (1 + np.abs(expected).max()))
+        np.testing.assert_allclose(rough[:, j], expected, rtol=0, atol=1e-5 * (1 + np.abs(expected).max()))
+    problem = Problem(X, y, loss, L2(strengths[0] / n), fit_intercept)
+    H = _dense_hessian(dense, y, "squared_hinge", fit_intercept, Z[:, 0], np.arange(n), strengths[0]) / n
+    for v in V.T:  # (twice at one point: the curved rows are sliced once)
+        expected = H @ v
+        np.testing.assert_allclose(problem.hessp(Z[:, 0], v), expected, rtol=1e-12,
+                                   atol=1e-12 * (1 + np.abs(expected).max()))
 
 
 def test_coarse_forcing_leaves_the_residual_it_allows():
