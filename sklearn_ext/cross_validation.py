@@ -668,7 +668,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
                 starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape
                                                 else [])
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                                 model.fit_intercept, starts, need, polished, preconditioner)
+                                 model.fit_intercept, starts, need, polished, preconditioner, stepped)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                              intercept, need, preconditioner)

@@ -103,6 +103,26 @@ def test_chord_applies_only_where_the_theorem_holds_and_the_hessian_is_cheap():
     assert not chord_applies(Problem(wide, y_wide, Logistic(), L2(1e-3), True))
 
 
+def test_steps_together_replace_the_chord_where_dense_hessians_cost_many_products():
+    """Where the chord applies, the folds' Newton–CG steps together pay off on dense rows whose
+    Gram matrix costs at least STEP_GRAM_PRODUCTS products (d ≥ 60), not on fewer columns, nor
+    on sparse rows; without the chord, wherever Newton–CG would solve a fold."""
+    from glru.fold_refit import steps_together_pay_off
+
+    def problem(n, d, sparse=False):
+        X, y = random_problem(0, n, d, "logistic", sparse=sparse, density=0.1)
+        made = Problem(X, y, Logistic(), L2(1e-3), True)
+        assert chord_applies(made)
+        return made
+    assert steps_together_pay_off(problem(2000, 200))
+    assert steps_together_pay_off(problem(500, 60))
+    assert not steps_together_pay_off(problem(1000, 40))
+    assert not steps_together_pay_off(problem(2000, 200, sparse=True))
+    wide, y_wide = random_problem(0, 600, 500, "logistic")
+    assert steps_together_pay_off(Problem(wide, y_wide, Logistic(), L2(1e-3), True))
+    assert not steps_together_pay_off(Problem(wide, y_wide, SquaredHinge(), L2(1e-3), True))
+
+
 def test_out_of_reach_folds_are_left_to_the_solve(monkeypatch):
     """Where the bounds cannot exist within reach of the gradient's rounding, nothing is stepped:
     the start comes back for the solve."""

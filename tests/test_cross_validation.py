@@ -412,6 +412,25 @@ def test_standardized_folds_start_from_estimated_scalings(monkeypatch, scaler, s
     np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("scoring", ["accuracy", "neg_log_loss"])
+def test_stepped_folds_where_the_chord_applies_equal_exact_refits(monkeypatch, scoring):
+    """Dense standardized rows of 90 columns: the chord applies, but the folds take their Newton–CG
+    steps together (glru.fold_refit.steps_together_pay_off), and each is then decided by the
+    ball at the point its steps reached (labels) or read there, polished (values): no fold forms
+    its own Hessian for chord steps. The scores are the exact refits'."""
+    import glru.fold_refit
+
+    calls, chords = _steps_taken_together(monkeypatch), []
+    monkeypatch.setattr(glru.fold_refit, "chord_outcome", lambda *args, taken=glru.fold_refit.chord_outcome:
+                        chords.append(1) or taken(*args))
+    X, y = scaled_problem(31, 600, 90, False)
+    estimator = make_pipeline(StandardScaler(), LogisticRegression(C=0.3))
+    cv = StratifiedKFold(5, shuffle=True, random_state=6)
+    scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+    assert len(calls) == 2 and not chords  # (the rough full fit's steps, then the folds')
+    np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring), rtol=1e-10, atol=1e-13)
+
+
 @pytest.mark.parametrize("kind", ["float32", "sparse float32", "offset"])
 def test_folds_polished_on_their_own_data_where_the_steps_rows_differ(kind):
     """Where the Newton–CG steps' rows (a∘x + c on X in float64) differ from a fold's data by more
