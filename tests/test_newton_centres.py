@@ -54,8 +54,8 @@ def test_property_weighted_gram_equals_the_dense_product(seed, n, d, fit_interce
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 60), d=st.integers(1, 40), fit_intercept=st.booleans(),
        sparse=st.booleans())
 def test_property_single_precision_gram_is_the_product_to_float32(seed, n, d, fit_intercept, sparse):
-    """``single``: the rows that go dense multiplied in float32 (more of them, DENSE_ROW_RATIO_SINGLE),
-    accumulated in float64: the product to float32's rounding."""
+    """``single``: the rows that go dense multiplied and accumulated in float32 (more of them,
+    DENSE_ROW_RATIO_SINGLE): the product to float32's rounding."""
     X, dense = _rows_of_mixed_length(seed, n, d)
     weights = np.random.default_rng(seed + 1).standard_normal(n)
     gram = weighted_gram(X if sparse else dense, weights, fit_intercept, single=True)
