@@ -63,10 +63,15 @@ TOL_ROUNDING = 1e-15
 CURVATURE_MAX_DIM = 1024  # the curvature certificate inverts each fold's d̃ × d̃ factor (d̃³/3 flops)
 SPAN_MAX_ROWS = 4096  # row-space coordinates keep an n × n Gram matrix (128 MiB at this size)
 # squared hinge, folds without Newton centres, 10-fold seconds with Newton–CG steps → with dual
-# coordinate descent, by rows per feature: Gaussian 2000 × 5000 (0.4) 2.0 → 0.52, binary 3000 ×
-# 20000 (0.15) 12.9 → 0.69, binary 5000 × 3000 (1.7) 4.1 → 2.0, Gaussian 4000 × 2000 (2) 3.2 →
-# 2.8, dense 2000 × 500 (4) 8.5 → 8.0–8.9, Gaussian 10000 × 1000 (10) 0.55 → 1.59
-DUAL_MAX_ROWS_PER_FEATURE = 4
+# coordinate descent, by rows per feature, since the Hessian products skip the rows past the margin
+# (glru.problem.curved_rows): Gaussian 2000 × 2000 (1) 0.58 → 0.35, binary 3000 × 3000 (1) 2.0 → 1.3,
+# dense 600 × 500 (1.2) 1.19 → 0.73, Gaussian 2500 × 2000 (1.25) 0.97 → 0.55, binary 4000 × 3000 (1.33)
+# 2.15 → 1.56; but Gaussian 3000 × 2000 (1.5) 0.83 → 1.02, binary 5000 × 3000 (1.7) 2.22 → 1.95,
+# Gaussian 2000 × 1000 and 4000 × 2000 (2) 0.22 → 0.35 and 0.86 → 1.15, Gaussian 6000 × 2000 (3)
+# 1.08 → 1.82, binary 6000 × 2000 (3) 1.63 → 2.16, Gaussian 8000 × 2000 (4) 0.56 → 1.24, binary
+# 8000 × 2000 (4) 3.07 → 3.51, dense 2000 × 500 (4) 1.94 → 2.10 (4 before those products: Gaussian
+# 4000 × 2000 3.2 → 2.8 s then)
+DUAL_MAX_ROWS_PER_FEATURE = 1.5
 NEWTON_MAX_DIM = 4096  # the Newton centres keep a d̃ × d̃ Hessian (128 MiB at this size)
 
 

@@ -709,7 +709,7 @@ def test_folds_far_from_the_full_fit_take_newton_cg_steps_together(monkeypatch, 
 @pytest.mark.parametrize("estimator", [LogisticRegression(C=1.0), LogisticRegression(C=0.3, fit_intercept=False),
                                        LinearSVC(C=0.5)], ids=repr)
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize("shape", [(80, 30), (200, 12)], ids=["few rows per feature", "many"])
+@pytest.mark.parametrize("shape", [(40, 30), (200, 12)], ids=["few rows per feature", "many"])
 @pytest.mark.parametrize("semismooth", [False, True], ids=["dual", "semismooth"])
 def test_folds_without_newton_centres_iterate_from_the_full_fit(monkeypatch, estimator, sparse, shape, semismooth):
     """Where the Newton centres are estimated to cost more than iterating the folds
