@@ -167,6 +167,30 @@ def shapes():
         yield f"{kind} {n} × {d} ({100 * density:g} %)", X, y
 
 
+def svc_shapes():
+    """(name, X, y) of seeded sparse shapes between one and four rows a feature, where LinearSVC's
+    folds change from dual coordinate descent to Newton–CG steps (glru.cross_validation's
+    DUAL_MAX_ROWS_PER_FEATURE): Gaussian values and Zipf-like binary features as in shapes(), and
+    dense Gaussian rows with labels from a noisy linear model."""
+    rng = np.random.default_rng(7)
+    for kind, n, d, density in (("Gaussian", 2000, 2000, 0.02), ("Gaussian", 2500, 2000, 0.02),
+                                ("Gaussian", 3000, 2000, 0.02), ("Gaussian", 4000, 2000, 0.02),
+                                ("Gaussian", 6000, 2000, 0.02), ("Gaussian", 8000, 2000, 0.01),
+                                ("binary", 3000, 3000, 0.01), ("binary", 4000, 3000, 0.01),
+                                ("binary", 6000, 2000, 0.01), ("binary", 8000, 2000, 0.02),
+                                ("dense", 600, 500, 1.0), ("dense", 2000, 500, 1.0)):
+        if kind == "Gaussian":
+            X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+        elif kind == "binary":
+            frequency = np.minimum(0.5, 3 * density * d / np.arange(1, d + 1) / np.sum(1.0 / np.arange(1, d + 1)))
+            X = sp.csr_matrix((rng.random((n, d)) < frequency).astype(float))
+        else:
+            X = rng.standard_normal((n, d))
+        w = rng.standard_normal(d) * 3 / np.sqrt(max(1.0, density * d))
+        y = np.where(X @ w + 0.5 * rng.standard_normal(n) + (0.3 if kind == "binary" else 0.0) > 0, 1, -1)
+        yield f"{kind} {n} × {d}" + (f" ({100 * density:g} %)" if density < 1 else ""), X, y
+
+
 def five_fold_sets():
     """(name, X, y, C) of shapes whose five folds hold many rows each: binary 20000 × 500 (5 %) of
     shapes() at three C, dense make_classification 20000 × 600, and sparse 30000 × 800 (1 %) of
@@ -216,6 +240,8 @@ def main(argv=None):
     parser.add_argument("--kfold-only", action="store_true", help="only the K-fold rows (a9a.t; the others unless --quick)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each K-fold computation (the fastest reported)")
     parser.add_argument("--shapes", action="store_true", help="only the synthetic shapes of shapes()")
+    parser.add_argument("--svc-shapes", action="store_true",
+                        help="only LinearSVC, 10-fold, on the shapes of svc_shapes() (one to four rows a feature)")
     parser.add_argument("--pipelines", action="store_true",
                         help="only Pipelines whose StandardScaler learns from each fold's training rows")
     parser.add_argument("--pipeline-shapes", action="store_true",
@@ -245,6 +271,11 @@ def main(argv=None):
                 for folds in (5, 10):  # (LIBLINEAR's -v: binary targets only, one-vs-rest is another model)
                     run(f"{name} {folds}-fold, {label}", X, y, estimator, StratifiedKFold(folds),
                         folds if np.unique(y).size == 2 else None, memory=False, repeats=args.repeats)
+        return
+    if args.svc_shapes:
+        for name, X, y in svc_shapes():
+            run(f"{name} 10-fold, LinearSVC", X, y, LinearSVC(C=1.0), StratifiedKFold(10), 10, memory=False,
+                repeats=args.repeats)
         return
     if args.pipelines:
         for name, X, y, cv in pipeline_sets():
