@@ -133,17 +133,18 @@ def steps_together_pay_off(problem):
     Newton–CG steps taken for all of them together (:func:`glru.fold_steps.scaled_fold_starts`,
     products with the unscaled X shared by the folds) than each solved on its own, the loss
     smooth: where a fold would be solved by Newton–CG (:func:`fold_method` is "auto", and no
-    chord steps apply), and where dense rows are few for their columns, at most
-    ``STEP_ROWS_PER_COORDINATE`` a coordinate, though chord steps apply. madelon.t with a
+    chord steps apply), and, though chord steps apply, on dense rows whose Gram matrix costs at
+    least ``STEP_GRAM_PRODUCTS`` products with X (:mod:`glru.costs`; d ≳ 60). madelon.t with a
     StandardScaler, 10-fold: 0.16 s for all ten folds to a relative gap of 1e-13, where SciPy's
     trust-region Newton–CG took 40–50 ms a fold (90–100 products each, one vector at a time).
-    With chord steps each fold forms and factors its own Hessian at least once; the steps take
-    the full fit's, factored once, as their preconditioner (:func:`glru.fold_steps.fold_preconditioner`).
-    With a StandardScaler (5-fold / 10-fold), make_classification 2000 × 200: 0.214 → 0.158 s and
-    0.340 → 0.278 s; 1000 × 20: 0.033 → 0.029 s, 0.059 → 0.046 s; breast_cancer: 0.042 → 0.033 s,
-    0.057 → 0.048 s; 5000 × 50 (98 rows a coordinate) even; 20000 × 20 (952) 0.15 → 0.18 s and
-    0.27 → 0.37 s. Sparse rows are left to the chord: their one-hot columns, standardized, made the
-    steps crawl (a9a.t 0.45 → 0.69 s, mushrooms 0.33 → 1.18 s, w8a 3.3 → 25 s, 5-fold)."""
+    The chord forms and factors each fold's own Hessian at least once; the steps take the full
+    fit's, factored once, as their preconditioner (:func:`glru.fold_steps.fold_preconditioner`).
+    make_classification with a StandardScaler, 5-fold / 10-fold, chord → steps: 2000 × 200
+    0.160 / 0.259 → 0.104 / 0.186 s, 10000 × 200 1.12 / 2.05 → 0.56 / 0.81 s, 500 × 100
+    0.051 / 0.076 → 0.034 / 0.049 s; with fewer columns the chord is faster (1000 × 20 and
+    breast_cancer, 10 and 15 products: 10–25 % slower by steps). Sparse rows are left to the
+    chord: their one-hot columns, standardized, made the steps crawl (a9a.t 0.45 → 0.69 s,
+    mushrooms 0.33 → 1.18 s, w8a 3.3 → 25 s, 5-fold)."""
     if type(problem.penalty) is not L2 or not np.isfinite(problem.loss.self_concordance):
         return False
     if chord_applies(problem):

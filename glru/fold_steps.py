@@ -89,6 +89,7 @@ class FoldBlock:
         self.curvatures = np.where(self.training, loss.second_derivative(y[:, None], U), 0.0)
         self.objective = self._objective(U, Z)
         self._curved = {}  # rough → (X, Xᵀ, D) on the rows some fold curves at (see _curved_rows)
+        self._curved_indices = curved_rows(self.curvatures)  # (the same rows for both precisions)
 
     def hessian_times(self, V, columns=slice(None), rough=False):
         """The Hessians of the folds ``columns`` (all, or a mask) times the columns of V:
@@ -109,7 +110,7 @@ class FoldBlock:
         :func:`glru.problem.curved_rows` only (sliced once a block), or all of them."""
         if rough not in self._curved:
             X, XT = self.rough if rough else (self.X, self.XT)
-            rows = curved_rows(self.curvatures)
+            rows = self._curved_indices
             if rows is None:
                 self._curved[rough] = X, XT, self.curvatures
             else:
