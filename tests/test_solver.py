@@ -180,7 +180,6 @@ def test_early_exit_predicate_false_runs_to_tolerance():
 @pytest.mark.parametrize("solver, loss, options, match", [
     ("liblinear", "huber", {}, "liblinear"),
     ("liblinear", "logistic", dict(kappa=0.1), "liblinear"),
-    ("liblinear", "logistic", dict(stop_when=lambda c: True), "stop_when"),
     ("liblinear-dual", "squared_hinge", dict(fit_intercept=True), "liblinear-dual"),
     ("liblinear-dual", "logistic", {}, "liblinear-dual"),
     ("semismooth", "logistic", {}, "semismooth"),
@@ -414,3 +413,44 @@ def test_dual_solve_for_signs_starts_looser(monkeypatch, signs):
     optimum = solver.solve(problem, tol=1e-14, method="newton")
     values = np.asarray(X_test @ result.coef).ravel()
     np.testing.assert_array_equal(values > 0, np.asarray(X_test @ optimum.coef).ravel() > 0)
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "logistic"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_primal_liblinear_for_signs_stops_once_they_are_certified(monkeypatch, loss, fit_intercept):
+    """LIBLINEAR's trust-region Newton for held-out signs (``stop_when``) runs warm from the
+    start at 1e-6 first, then a hundredfold tighter each run, and stops at the first point that
+    satisfies ``stop_when`` (or the gap): the signs of the optimum."""
+    import glru.solver as solver
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    rng = np.random.default_rng(8)
+    X = sp.random(400, 100, density=0.05, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(100) + 0.3 * rng.standard_normal(400) > 0, 1.0, -1.0)
+    problem, X_test = Problem(X[:360], y[:360], get_loss(loss), L2(1 / 360), fit_intercept), X[360:]
+    start = solver.solve(Problem(X, y, get_loss(loss), L2(1 / 400), fit_intercept), tol=1e-12)
+    runs, train = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None:
+                        runs.append(float(options.split("-e ")[1])) or train(ll_problem, options, init))
+    result = solver.solve(problem, start.coef, start.intercept, tol=1e-15, method="liblinear",
+                          stop_when=solver.SignsDecided(X_test))
+    assert runs[0] == 1e-6 and (result.stopped_early or result.converged)
+    optimum = solver.solve(problem, tol=1e-15, method="newton")
+    margins = lambda fit: np.asarray(X_test @ fit.coef).ravel() + fit.intercept
+    np.testing.assert_array_equal(margins(result) > 0, margins(optimum) > 0)
+    assert np.all(np.abs(margins(optimum)) > 1e-9)  # (no tie the test could not see)
+    # C = 10⁴: the first run is still short of the gap's rounding level. A question answered at the second
+    # point it is asked at stops there; one never answered goes on, a hundredfold tighter, to the gap
+    problem = Problem(X[:360], y[:360], get_loss(loss), L2(1e-4 / 360), fit_intercept)
+    for answered_at in (2, None):
+        runs.clear()
+        asked = []
+        result = solver.solve(problem, start.coef, start.intercept, tol=1e-15, method="liblinear",
+                              stop_when=lambda cert: asked.append(cert) or len(asked) == answered_at)
+        if answered_at:
+            assert result.stopped_early and runs == [1e-6]
+        else:
+            assert result.converged and len(runs) >= 2 and runs[0] == 1e-6
+            np.testing.assert_allclose(np.array(runs[1:]) / runs[:-1], 1e-2)
