@@ -729,18 +729,15 @@ def test_folds_without_newton_centres_iterate_from_the_full_fit(monkeypatch, est
                                exact_scores(estimator, X, y, cv, "roc_auc"), rtol=1e-9)
 
 
-@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("C", [0.05, 1.0, 20.0])
-def test_squared_hinge_folds_by_liblinear_between_the_dual_and_many_rows(monkeypatch, sparse, C):
-    """LinearSVC on 1.5 to ``PRIMAL_MAX_ROWS_PER_FEATURE`` rows a feature, without Newton
-    centres (:func:`glru.cross_validation.primal_pays_off`): each fold by LIBLINEAR's trust-region
-    Newton from the full fit, stopped once its held-out signs are certified, or solved to the
-    gap's rounding level for values; with one job or two, the exact refits' scores."""
+def test_squared_hinge_folds_by_liblinear_between_the_dual_and_many_rows(monkeypatch, C):
+    """LinearSVC on sparse rows, 1.5 to ``PRIMAL_MAX_ROWS_PER_FEATURE`` rows a feature, without
+    Newton centres (:func:`glru.cross_validation.primal_pays_off`): each fold by LIBLINEAR's
+    trust-region Newton from the full fit, stopped once its held-out signs are certified, or
+    solved to the gap's rounding level for values; with one job or two, the exact refits' scores."""
     monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
-    X, y = random_problem(12, 100, 30, "logistic", sparse=sparse)
+    X, y = random_problem(12, 100, 30, "logistic", sparse=True)
     y = labels01(y)
-    ten_folds = np.array_split(np.arange(100), 10)
-    assert glru_cv.primal_pays_off(get_loss("squared_hinge"), False, 100, 31, ten_folds)
     estimator, cv = LinearSVC(C=C), StratifiedKFold(5, shuffle=True, random_state=4)
     methods, solve_held_out = [], glru_cv.solve_held_out
     monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args: methods.append(args[9]) or solve_held_out(*args))
@@ -748,10 +745,20 @@ def test_squared_hinge_folds_by_liblinear_between_the_dual_and_many_rows(monkeyp
     assert methods and set(methods) == {"liblinear"}
     np.testing.assert_allclose(cross_val_score(estimator, X, y, cv=cv, scoring="roc_auc", n_jobs=2),
                                exact_scores(estimator, X, y, cv, "roc_auc"), rtol=1e-9)
-    # Newton–CG steps together: more rows a feature, more folds, or not the squared hinge
-    assert not glru_cv.primal_pays_off(get_loss("squared_hinge"), False, 160, 31, np.array_split(np.arange(160), 10))
-    assert not glru_cv.primal_pays_off(get_loss("squared_hinge"), False, 100, 31, np.array_split(np.arange(100), 11))
-    assert not glru_cv.primal_pays_off(get_loss("logistic"), True, 100, 30, ten_folds)
+
+
+def test_liblinear_folds_only_where_they_pay_off():
+    """Newton–CG steps together stay where a fold's optimum is near the full fit's (more rows a
+    feature, more folds), on dense rows (BLAS products), and for losses other than the squared
+    hinge."""
+    hinge, ten_folds = get_loss("squared_hinge"), np.array_split(np.arange(100), 10)
+    X = sp.csr_matrix(np.ones((100, 31)))
+    assert glru_cv.primal_pays_off(hinge, False, X, ten_folds)
+    assert not glru_cv.primal_pays_off(hinge, False, sp.csr_matrix(np.ones((160, 31))),
+                                       np.array_split(np.arange(160), 10))
+    assert not glru_cv.primal_pays_off(hinge, False, X, np.array_split(np.arange(100), 11))
+    assert not glru_cv.primal_pays_off(hinge, False, X.toarray(), ten_folds)
+    assert not glru_cv.primal_pays_off(get_loss("logistic"), True, X[:, :30], ten_folds)
 
 
 @pytest.mark.parametrize("estimator", [LogisticRegression(C=1.0), LogisticRegression(C=0.3, fit_intercept=False),
