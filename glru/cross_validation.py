@@ -668,9 +668,11 @@ class _Engine:
         # the box of the early-stop check needs the training rows' column sums: the full data's less the
         # dropped rows' (without early stop nothing asks for them)
         full = self.checker.full if data is self.X else Problem(data, self.y, self.loss, None, self.fit_intercept)
+        # LIBLINEAR's dual takes no start: a centre whose signs were found open is not checked again
+        cold = stop_early and self.fold_method == "liblinear-dual"
         tasks = (delayed(solve_held_out)(
             data[train], self.y[train], self.loss,
-            self.penalty_for(self.folds[k].n_train), self.fit_intercept, coef, intercept,
+            self.penalty_for(self.folds[k].n_train), self.fit_intercept, None if cold else coef, intercept,
             data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
             _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if stop_early else None)
             for k, train, (coef, intercept) in zip(indices, trains, centres))

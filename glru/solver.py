@@ -476,9 +476,9 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     """LIBLINEAR's dual coordinate descent (``-s 1``), unless ``coef`` is good enough already:
     each run cold with a tighter tolerance, until the gap or ``stop_when`` is satisfied; finished
     by Newton from its best point if its last tolerance (or its own iteration limit) leaves the
-    gap open."""
+    gap open. A zero ``coef`` is not checked: every run starts there anyway."""
     monitor = _GapMonitor(problem, tol, stop_when)
-    if monitor.check(coef, 0.0):
+    if (np.any(coef) or max_iter < 1) and monitor.check(coef, 0.0):
         return monitor.result("liblinear-dual", 0)
     options = f"-s 1 -c {_liblinear_C(problem, 1)!r} -q"
     ll_problem = _liblinear_problem(problem)
