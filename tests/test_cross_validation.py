@@ -747,6 +747,23 @@ def test_squared_hinge_folds_by_liblinear_between_the_dual_and_many_rows(monkeyp
                                exact_scores(estimator, X, y, cv, "roc_auc"), rtol=1e-9)
 
 
+@pytest.mark.parametrize("estimator", [LogisticRegression(C=1.0), LinearSVC(C=0.5)], ids=repr)
+@pytest.mark.parametrize("pays_off", [False, True])
+def test_more_jobs_make_newton_centres_only_where_they_pay_off(monkeypatch, estimator, pays_off):
+    """With two jobs the folds cannot take Newton–CG steps together: those without Newton centres
+    are each solved in a task of their own, and centres are made only where
+    ``_centres_pay_off`` says so (forced, they took 2–9 times as long on shapes where they do
+    not). Either way, the exact refits' scores."""
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: pays_off)
+    made, centres = [], glru_cv._Engine._newton_centres
+    monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: made.append(1) or centres(self))
+    X, y = random_problem(14, 300, 40, "logistic", sparse=True)
+    y = labels01(y)
+    cv = StratifiedKFold(5, shuffle=True, random_state=1)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv, n_jobs=2), exact_scores(estimator, X, y, cv))
+    assert bool(made) == pays_off
+
+
 def test_liblinear_folds_only_where_they_pay_off():
     """Newton–CG steps together stay where a fold's optimum is near the full fit's (more rows a
     feature, more folds), on dense rows (BLAS products), and for losses other than the squared
