@@ -89,17 +89,17 @@ def run(name, X, y, estimator, cv, liblinear_folds, memory, repeats=1):
     final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     runs = [[], [], []]
     for _ in range(repeats):
-        scores, t, _ = timed(lambda: cross_val_score(estimator, X, y, cv=cv))
+        scores, t, _ = timed(lambda: cross_val_score(estimator, X, y, cv=cv, n_jobs=JOBS))
         runs[0].append(t)
-        reference, t, _ = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv))
+        reference, t, _ = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv, n_jobs=JOBS))
         runs[1].append(t)
         if final is estimator and liblinear_folds is not None:
             runs[2].append(timed(lambda: liblinear_cv(X, y, estimator, liblinear_folds))[1])
     t_glru, t_sk = (min(r) for r in runs[:2])
     t_ll = min(runs[2]) if runs[2] else np.nan
     if memory:  # separate runs: tracing allocations slows both down
-        m_glru = timed(lambda: cross_val_score(estimator, X, y, cv=cv), memory=True)[2]
-        m_sk = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv), memory=True)[2]
+        m_glru = timed(lambda: cross_val_score(estimator, X, y, cv=cv, n_jobs=JOBS), memory=True)[2]
+        m_sk = timed(lambda: sklearn_cross_val_score(estimator, X, y, cv=cv, n_jobs=JOBS), memory=True)[2]
     validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
     assert np.array_equal(validator.scores_, scores)
     agree = int(np.sum(validator.scores_ == reference))
@@ -119,9 +119,10 @@ def exact_sklearn(estimator, X, y, cv, exact_scores, t_glru, repeats):
     prefix = f"{estimator.steps[-1][0]}__" if isinstance(estimator, Pipeline) else ""
     for tol in (1e-6, 1e-8, 1e-10, 1e-12):
         tight = clone(estimator).set_params(**{prefix + "tol": tol, prefix + "max_iter": 100_000})
-        scores, t, _ = timed(lambda: sklearn_cross_val_score(tight, X, y, cv=cv))
+        scores, t, _ = timed(lambda: sklearn_cross_val_score(tight, X, y, cv=cv, n_jobs=JOBS))
         if np.array_equal(scores, exact_scores):
-            times = [t] + [timed(lambda: sklearn_cross_val_score(tight, X, y, cv=cv))[1] for _ in range(repeats - 1)]
+            times = [t] + [timed(lambda: sklearn_cross_val_score(tight, X, y, cv=cv, n_jobs=JOBS))[1]
+                           for _ in range(repeats - 1)]
             t = min(times)
             return f" {tol:g} | {t:.2f} s, **{t / t_glru:.1f}×** |"
         if t > EXACT_SEARCH_SECONDS:
@@ -231,10 +232,11 @@ def typical_sets():
 
 
 ONLY = None  # main's --only
+JOBS = None  # main's --jobs: n_jobs of both cross_val_score calls (LIBLINEAR's -v runs on one core)
 
 
 def main(argv=None):
-    global ONLY
+    global ONLY, JOBS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--kfold-only", action="store_true", help="only the K-fold rows (a9a.t; the others unless --quick)")
@@ -254,8 +256,9 @@ def main(argv=None):
                         help="only scikit-learn's own data at the defaults (LogisticRegression, with a StandardScaler, "
                              "and LinearSVC after one), 5- and 10-fold")
     parser.add_argument("--only", metavar="TEXT", help="only the rows whose task contains TEXT")
+    parser.add_argument("--jobs", type=int, metavar="N", help="n_jobs of glru's and scikit-learn's cross_val_score")
     args = parser.parse_args(argv)
-    ONLY = args.only
+    ONLY, JOBS = args.only, args.jobs
     print(f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
           f"{platform.processor() or platform.machine()}")
     print("| task | intercept | glru score | agree with sklearn | certified | retrained | glru s | sklearn s | "

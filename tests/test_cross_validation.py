@@ -683,8 +683,9 @@ def test_sparse_and_dense_give_the_same_scores():
 def test_folds_far_from_the_full_fit_take_newton_cg_steps_together(monkeypatch, fit_intercept, scoring):
     """n ≈ d and labels that are noise (madelon's shape): removing a fifth of the rows moves each
     fold's optimum far from the full fit's, the chord steps stall, and the folds take Newton–CG
-    steps together (one job); with two jobs they are solved one per joblib task. Both give the
-    exact refits' scores."""
+    steps together (one job, or two on this machine's processes); where each goes to a joblib task
+    of its own (a backend that reaches other machines: ``together_here`` false), one per task. All
+    give the exact refits' scores."""
     rng = np.random.default_rng(4)
     X, y = rng.standard_normal((60, 50)), rng.integers(0, 2, 60)
     est, cv = LogisticRegression(C=1.0, fit_intercept=fit_intercept), KFold(5, shuffle=True, random_state=0)
@@ -697,10 +698,14 @@ def test_folds_far_from_the_full_fit_take_newton_cg_steps_together(monkeypatch, 
     together = cross_val_score(est, X, y, cv=cv, scoring=scoring)
     assert max(batches) > 1
     batches.clear()
+    two_jobs = cross_val_score(est, X, y, cv=cv, scoring=scoring, n_jobs=2)
+    assert max(batches) > 1
+    batches.clear()
+    monkeypatch.setattr(glru_cv, "together_here", lambda n_jobs: False)
     apart = cross_val_score(est, X, y, cv=cv, scoring=scoring, n_jobs=2)
     assert not batches
     expected = exact_scores(est, X, y, cv, scoring)
-    for got in (together, apart):
+    for got in (together, two_jobs, apart):
         if scoring == "accuracy":
             np.testing.assert_array_equal(got, expected)
         else:
@@ -749,12 +754,14 @@ def test_squared_hinge_folds_by_liblinear_between_the_dual_and_many_rows(monkeyp
 
 @pytest.mark.parametrize("estimator", [LogisticRegression(C=1.0), LinearSVC(C=0.5)], ids=repr)
 @pytest.mark.parametrize("pays_off", [False, True])
-def test_more_jobs_make_newton_centres_only_where_they_pay_off(monkeypatch, estimator, pays_off):
-    """With two jobs the folds cannot take Newton–CG steps together: those without Newton centres
-    are each solved in a task of their own, and centres are made only where
-    ``_centres_pay_off`` says so (forced, they took 2–9 times as long on shapes where they do
-    not). Either way, the exact refits' scores."""
+def test_tasks_a_fold_make_newton_centres_only_where_they_pay_off(monkeypatch, estimator, pays_off):
+    """Where each fold goes to a joblib task of its own (``together_here`` false: a backend that
+    reaches other machines), the folds take no Newton–CG steps together: those without Newton
+    centres are each solved in a task, and centres are made only where ``_centres_pay_off`` says
+    so (forced, they took 2–9 times as long on shapes where they do not). Either way, the exact
+    refits' scores."""
     monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: pays_off)
+    monkeypatch.setattr(glru_cv, "together_here", lambda n_jobs: False)
     made, centres = [], glru_cv._Engine._newton_centres
     monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: made.append(1) or centres(self))
     X, y = random_problem(14, 300, 40, "logistic", sparse=True)
@@ -762,6 +769,25 @@ def test_more_jobs_make_newton_centres_only_where_they_pay_off(monkeypatch, esti
     cv = StratifiedKFold(5, shuffle=True, random_state=1)
     np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv, n_jobs=2), exact_scores(estimator, X, y, cv))
     assert bool(made) == pays_off
+
+
+def test_folds_go_together_on_this_machines_backends_only():
+    """One job, or more on loky, multiprocessing or threading workers: the folds may be iterated
+    together here; a backend that reaches other machines (any other registered backend, as dask's
+    or ray's) gets a joblib task a fold."""
+    from joblib import parallel_config, register_parallel_backend
+    from joblib.parallel import BACKENDS
+
+    class Elsewhere(BACKENDS["threading"]):  # (a stand-in: registered under its own name, as dask's is)
+        pass
+
+    register_parallel_backend("elsewhere", Elsewhere)
+    assert glru_cv.together_here(None) and glru_cv.together_here(2)
+    for backend in ("threading", "loky", "multiprocessing"):
+        with parallel_config(backend=backend):
+            assert glru_cv.together_here(2)
+    with parallel_config(backend="elsewhere"):
+        assert glru_cv.together_here(1) and not glru_cv.together_here(2)
 
 
 def test_liblinear_folds_only_where_they_pay_off():
