@@ -215,10 +215,10 @@ class _Engine:
         self.newton_cg = l2 and self.span is None and self.iterate_together and not (dual or primal)
         # where folds without centres are each solved in a task of their own (not together_here),
         # centres that do not pay off are not made for them either (10-fold, a task a fold on two
-        # local jobs, against forced centres:
-        # LogisticRegression on synthetic sparse 4000 × 2000 3.23 → 0.92 s, on binary 5000 × 3000
-        # 4.85 → 0.92 s; LinearSVC on sparse Gaussian 10000 × 1000 2.31 → 0.27 s, on synthetic dense
-        # 2000 × 500 4.06 → 1.40 s; 0.48–1.08 times as long on seven other configurations)
+        # local jobs, against forced centres: LogisticRegression on synthetic sparse 4000 × 2000
+        # 3.23 → 0.92 s, on binary 5000 × 3000 4.85 → 0.92 s; LinearSVC on sparse Gaussian
+        # 10000 × 1000 2.31 → 0.27 s, on synthetic dense 2000 × 500 4.06 → 1.40 s; 0.48–1.08 times
+        # as long on seven other configurations)
         self.newton = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM and (
             centres or self.span is not None)
         # there, where d̃ is small enough, semismooth Newton with a factored Hessian beats both
@@ -935,8 +935,8 @@ def together_here(n_jobs):
     together / a task a fold): LogisticRegression on synthetic sparse 4000 × 2000 0.44 / 0.81 s,
     on synthetic dense 2000 × 500 0.31 / 0.76 s, on sparse Gaussian 10000 × 1000 0.30 / 0.50 s,
     LinearSVC there 0.29 / 0.43 s, a ratio of 0.78–1.02 on four more; LinearSVC on dense
-    2000 × 500 the exception, 2.13 / 1.51 s. A backend that reaches other
-    machines (``joblib.parallel_backend("dask")``, ray) gets a task a fold."""
+    2000 × 500 the exception, 2.13 / 1.51 s. A backend that reaches other machines
+    (``joblib.parallel_backend("dask")``, ray) gets a task a fold."""
     if effective_n_jobs(n_jobs) == 1:
         return True
     backend, _ = get_active_backend()
@@ -960,20 +960,20 @@ def primal_pays_off(loss, fit_intercept, X, dropped):
     (``method="liblinear"``), one fold at a time from the full fit, than by Newton–CG steps taken
     for all folds together: the squared hinge on sparse X with at most
     ``PRIMAL_MAX_ROWS_PER_FEATURE`` rows a feature, its folds leaving out a tenth of the rows or
-    more on average (``dropped``: 10-fold or fewer). LIBLINEAR keeps rows as sparse nodes: on dense
-    2000 × 500, 10-fold took 6.3 s this way against 1.95 s by the steps together (BLAS). There a fold's optimum lies far from the full fit's (10-fold, LinearSVC on sparse
-    Gaussian 4000 × 2000: w moves by about 30 %, and about 500 of the 1755 rows within the margin
-    leave it or enter), and the generalized Hessian changes with every row that crosses the
-    margin: the steps together zigzag, each Newton step overshooting fourfold, its line search
-    cutting it to a quarter, the next gradient larger. LIBLINEAR's trust region keeps each step's
-    conjugate gradients short. With more rows a feature, or more folds, the folds stay closer to
-    the full fit and the shared products win. Measured against the steps together (time ratio):
-    sparse Gaussian 3000 × 1000 (2 %) 0.69 / 0.88 / 1.10 at 5 / 10 / 20 folds; binary
-    5000 × 1000 (2 %, Zipf-like columns) 0.78 / 0.99 / 1.09 at 10 / 20 / 50 folds; 10-fold,
-    Gaussian 4000 × 1000 0.86, 8000 × 1000 1.16."""
+    more on average (``dropped``: 10-fold or fewer). There a fold's optimum lies far from the full
+    fit's (10-fold, LinearSVC on sparse Gaussian 4000 × 2000: w moves by about 30 %, and about 500
+    of the 1755 rows within the margin leave it or enter), and the generalized Hessian changes with
+    every row that crosses the margin: the steps together zigzag, each Newton step overshooting
+    fourfold, its line search cutting it to a quarter, the next gradient larger. LIBLINEAR's trust
+    region keeps each step's conjugate gradients short. With more rows a feature, or more folds,
+    the folds stay closer to the full fit and the shared products win. Measured against the steps
+    together (time ratio): sparse Gaussian 3000 × 1000 (2 %) 0.69 / 0.88 / 1.10 at 5 / 10 / 20
+    folds; binary 5000 × 1000 (2 %, Zipf-like columns) 0.78 / 0.99 / 1.09 at 10 / 20 / 50 folds;
+    10-fold, Gaussian 4000 × 1000 0.86, 8000 × 1000 1.16. LIBLINEAR keeps rows as sparse nodes:
+    on dense 2000 × 500, 10-fold took 6.3 s this way against 1.95 s by the steps together (BLAS)."""
     (n, d), n_dropped = X.shape, sum(rows.size for rows in dropped)
-    return type(loss) is SquaredHinge and sp.issparse(X) and n <= PRIMAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept) \
-        and n * len(dropped) <= PRIMAL_MAX_FOLDS * n_dropped
+    return type(loss) is SquaredHinge and sp.issparse(X) and \
+        n <= PRIMAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept) and n * len(dropped) <= PRIMAL_MAX_FOLDS * n_dropped
 
 
 PRIMAL_MAX_ROWS_PER_FEATURE = 5
