@@ -14,10 +14,11 @@ question is already answered (the paper's Remark 3).
   with an L2 penalty and no unpenalized intercept (``LinearSVC``'s problem, and
   scikit-learn's solver for it). Its dual solvers take no initial point, so each run is cold:
   at tolerance 1e-9 on the dual's projected gradient, then 1e-13, until the duality gap (or
-  ``stop_when``) is satisfied, else finished by trust-region Newton. Primal Newton's generalized Hessian changes with
-  every row that crosses the margin, and where few rows hold the optimum (n < d, separable
-  data) its steps zigzag: trust-region Newton took 0.46 s to a relative gap of 1e-12 on sparse
-  2000 × 5000 (2 %), this 0.03 s.
+  ``stop_when``) is satisfied, else finished by trust-region Newton (for held-out signs, with at
+  least half as many rows as features: one run at 1e-4, finished by LIBLINEAR's primal). Primal
+  Newton's generalized Hessian changes with every row that crosses the margin, and where few
+  rows hold the optimum (n < d, separable data) its steps zigzag: trust-region Newton took 0.46 s
+  to a relative gap of 1e-12 on sparse 2000 × 5000 (2 %), this 0.03 s.
 - ``"semismooth"``: damped semismooth Newton with the generalized Hessian formed and factored
   (:mod:`glru.semismooth`), for losses of piecewise constant curvature (squared hinge, smoothed
   hinge, Huber) with an L2 penalty, with or without an intercept. It takes a start and lands on
@@ -464,6 +465,15 @@ _DUAL_EPS_FIRST, _DUAL_EPS_LAST, _DUAL_EPS_FACTOR = 1e-9, 1e-13, 1e-4
 # synthetic sparse 2000 × 5000; 1e-6 left 1–2 folds of three of them open) in 80 % of the time of 1e-9
 # (0.39 against 0.49 s on binary 3000 × 20000, 0.25 against 0.30 s on sparse 2000 × 5000)
 _DUAL_EPS_SIGNS = 1e-7
+# … and where rows are at least half the features (``_DUAL_PRIMAL_MIN_ROWS_PER_FEATURE``; only
+# signs asked for), one run at 1e-4, then LIBLINEAR's primal trust-region Newton from its point
+# (``_solve_liblinear``: 1e-6 first), a few cheap steps from there: a fold (10-fold) of sparse
+# Gaussian 2000 × 2000 took 17 + 3 ms against 30 ms at 1e-7, of binary 3000 × 3000 45–63 + 5–16 ms
+# against 70–103 ms, of Gaussian 3000 × 2000 35–48 + 3–5 ms against 50–72 ms. With far fewer rows
+# than features the primal steps cost about what the dual's last digits do (binary 3000 × 20000:
+# 28–34 + 12–15 ms against 53–55 ms) or more (Gaussian 1000 × 20000: 2 + 7 against 4 ms), and 1e-7
+# stays.
+_DUAL_EPS_PRIMAL_START, _DUAL_PRIMAL_MIN_ROWS_PER_FEATURE = 1e-4, 0.5
 # Where semismooth Newton is cheap (d̃ ≤ SEMISMOOTH_CHEAP_DIM) one run at 1e-3 is its start instead:
 # on columns scaled over decades the dual crawls, and LIBLINEAR, at its iteration limit, switches
 # to its primal trust-region Newton, which crawls too (219 × 305, six decades, C = 12: 2.8 s at
@@ -475,41 +485,50 @@ _DUAL_EPS_START = 1e-3
 def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     """LIBLINEAR's dual coordinate descent (``-s 1``), unless ``coef`` is good enough already:
     each run cold with a tighter tolerance, until the gap or ``stop_when`` is satisfied; finished
-    by Newton from its best point if its last tolerance (or its own iteration limit) leaves the
-    gap open. A zero ``coef`` is not checked: every run starts there anyway."""
+    from its best point if its last tolerance (or its own iteration limit) leaves the gap open:
+    by semismooth Newton where that is cheap, by LIBLINEAR's primal trust-region Newton after a
+    single run where rows are at least half the features and only ``stop_when`` is awaited
+    (``_DUAL_EPS_PRIMAL_START``), else by trust-region Newton. A zero ``coef`` is not checked:
+    every run starts there anyway."""
     monitor = _GapMonitor(problem, tol, stop_when)
     if (np.any(coef) or max_iter < 1) and monitor.check(coef, 0.0):
         return monitor.result("liblinear-dual", 0)
     options = f"-s 1 -c {_liblinear_C(problem, 1)!r} -q"
     ll_problem = _liblinear_problem(problem)
-    # where semismooth Newton is cheap, one loose run gives it its start (see _DUAL_EPS_START)
+    # where semismooth Newton is cheap, one loose run gives it its start (see _DUAL_EPS_START); with
+    # at least half as many rows as features, for held-out signs, LIBLINEAR's primal (_DUAL_EPS_PRIMAL_START)
     cheap = _semismooth_by_default(problem)
-    eps, n_iter = _DUAL_EPS_START if cheap else _DUAL_EPS_FIRST if stop_when is None else _DUAL_EPS_SIGNS, 0
+    primal = not cheap and stop_when is not None and problem.n >= _DUAL_PRIMAL_MIN_ROWS_PER_FEATURE * problem.d
+    eps = _DUAL_EPS_START if cheap else _DUAL_EPS_PRIMAL_START if primal else \
+        _DUAL_EPS_FIRST if stop_when is None else _DUAL_EPS_SIGNS
+    n_iter = 0
     while n_iter < max_iter and eps >= _DUAL_EPS_LAST:
         n_iter += 1
         if monitor.check(_liblinear_train(ll_problem, options + f" -e {eps!r}"), 0.0):
             return monitor.result("liblinear-dual", n_iter)
-        if cheap:
+        if cheap or primal:
             break
         eps *= _DUAL_EPS_FACTOR
     if n_iter >= max_iter:
         return monitor.result("liblinear-dual", n_iter)
-    finish = (_solve_semismooth if cheap else _solve_newton)(problem, monitor.best[0], 0.0, tol, max_iter - n_iter,
-                                                            stop_when)
+    finishing = _solve_semismooth if cheap else _solve_liblinear if primal else _solve_newton
+    finish = finishing(problem, monitor.best[0], 0.0, tol, max_iter - n_iter, stop_when,
+                       **(dict(ll_problem=ll_problem) if primal else {}))
     finish.n_iter += n_iter
     finish.method = "liblinear-dual+" + finish.method
     return finish
 
 
-def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None):
+def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll_problem=None):
     """LIBLINEAR's trust-region Newton (``-s 0``, ``2`` or ``11``) from (coef, intercept), rerun
     warm with a tighter tolerance until the gap or ``stop_when`` is satisfied (see
-    ``_PRIMAL_EPS_SIGNS``), finished by trust-region Newton where its tolerances run out."""
+    ``_PRIMAL_EPS_SIGNS``), finished by trust-region Newton where its tolerances run out.
+    ``ll_problem``: :func:`_liblinear_problem` of ``problem``, where the caller has it."""
     solver = _LIBLINEAR_SOLVER[type(problem.loss)]
     options = f"-s {solver} -c {_liblinear_C(problem, solver)!r} -q" + (" -p 0" if solver == 11 else "")
     if problem.fit_intercept:
         options += " -B 1 -R"
-    ll_problem = _liblinear_problem(problem)
+    ll_problem = _liblinear_problem(problem) if ll_problem is None else ll_problem
     monitor = _GapMonitor(problem, tol, stop_when)
     if monitor.check(coef, intercept):
         return monitor.result("liblinear", 0)

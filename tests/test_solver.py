@@ -415,6 +415,34 @@ def test_dual_solve_for_signs_starts_looser(monkeypatch, signs):
     np.testing.assert_array_equal(values > 0, np.asarray(X_test @ optimum.coef).ravel() > 0)
 
 
+@pytest.mark.parametrize("C", [1.0, 10.0, 100.0])
+def test_dual_solve_for_signs_with_half_as_many_rows_as_features_finishes_by_the_primal(monkeypatch, C):
+    """With at least half as many rows as features (d̃ beyond SEMISMOOTH_CHEAP_DIM), LIBLINEAR's
+    dual for held-out signs runs once at 1e-4; where its point leaves signs open (here at C = 10
+    and 100, in 40 of 40 repeats; the dual visits rows in a random order), it is finished by
+    LIBLINEAR's primal from there, 1e-6 first, a hundredfold tighter each next run: the signs of
+    the optimum either way."""
+    import glru.solver as solver
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    rng = np.random.default_rng(9)
+    X = sp.random(400, 600, density=0.02, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(600) + 0.3 * rng.standard_normal(400) > 0, 1.0, -1.0)
+    problem, X_test = Problem(X[:350], y[:350], get_loss("squared_hinge"), L2(1 / (350 * C)), False), X[350:]
+    runs, train = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None: runs.append(
+        (int(options.split("-s ")[1].split()[0]), float(options.split("-e ")[1]))) or train(ll_problem, options, init))
+    result = solver.solve(problem, tol=1e-14, method="liblinear-dual", stop_when=solver.SignsDecided(X_test))
+    assert runs == [(1, 1e-4)] + [(2, pytest.approx(1e-6 * 1e-2 ** k)) for k in range(len(runs) - 1)]
+    assert len(runs) > 1 or C == 1.0
+    assert result.stopped_early or result.converged
+    optimum = solver.solve(problem, tol=1e-14, method="newton")
+    values = np.asarray(X_test @ result.coef).ravel()
+    np.testing.assert_array_equal(values > 0, np.asarray(X_test @ optimum.coef).ravel() > 0)
+
+
 @pytest.mark.parametrize("loss", ["squared_hinge", "logistic"])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_primal_liblinear_for_signs_stops_once_they_are_certified(monkeypatch, loss, fit_intercept):
