@@ -157,22 +157,14 @@ def shapes():
     for kind, n, d, density in (("Gaussian", 10000, 1000, 0.02), ("binary", 5000, 3000, 0.01),
                                 ("binary", 20000, 500, 0.05), ("binary", 3000, 20000, 0.002),
                                 ("Gaussian", 1000, 20000, 0.005)):
-        if kind == "Gaussian":
-            X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
-        else:
-            frequency = np.minimum(0.5, 3 * density * d / np.arange(1, d + 1) / np.sum(1.0 / np.arange(1, d + 1)))
-            X = sp.hstack([sp.csr_matrix((rng.random((n, part.size)) < part).astype(float))
-                           for part in np.array_split(frequency, -(-d // 1000))], format="csr")
-        w = rng.standard_normal(d) * 3 / np.sqrt(max(1.0, density * d))
-        y = np.where(X @ w + 0.5 * rng.standard_normal(n) + 0.3 > 0, 1, -1)
-        yield f"{kind} {n} × {d} ({100 * density:g} %)", X, y
+        yield seeded_shape(rng, kind, n, d, density, offset=0.3, block=1000)
 
 
 def svc_shapes():
     """(name, X, y) of seeded sparse shapes between one and four rows a feature, where LinearSVC's
-    folds change from dual coordinate descent to Newton–CG steps (glru.cross_validation's
-    DUAL_MAX_ROWS_PER_FEATURE): Gaussian values and Zipf-like binary features as in shapes(), and
-    dense Gaussian rows with labels from a noisy linear model."""
+    folds go from dual coordinate descent to LIBLINEAR's primal (glru.cross_validation's
+    DUAL_MAX_ROWS_PER_FEATURE and primal_pays_off): Gaussian values and Zipf-like binary features
+    as in shapes(), and dense Gaussian rows."""
     rng = np.random.default_rng(7)
     for kind, n, d, density in (("Gaussian", 2000, 2000, 0.02), ("Gaussian", 2500, 2000, 0.02),
                                 ("Gaussian", 3000, 2000, 0.02), ("Gaussian", 4000, 2000, 0.02),
@@ -180,16 +172,25 @@ def svc_shapes():
                                 ("binary", 3000, 3000, 0.01), ("binary", 4000, 3000, 0.01),
                                 ("binary", 6000, 2000, 0.01), ("binary", 8000, 2000, 0.02),
                                 ("dense", 600, 500, 1.0), ("dense", 2000, 500, 1.0)):
-        if kind == "Gaussian":
-            X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
-        elif kind == "binary":
-            frequency = np.minimum(0.5, 3 * density * d / np.arange(1, d + 1) / np.sum(1.0 / np.arange(1, d + 1)))
-            X = sp.csr_matrix((rng.random((n, d)) < frequency).astype(float))
-        else:
-            X = rng.standard_normal((n, d))
-        w = rng.standard_normal(d) * 3 / np.sqrt(max(1.0, density * d))
-        y = np.where(X @ w + 0.5 * rng.standard_normal(n) + (0.3 if kind == "binary" else 0.0) > 0, 1, -1)
-        yield f"{kind} {n} × {d}" + (f" ({100 * density:g} %)" if density < 1 else ""), X, y
+        yield seeded_shape(rng, kind, n, d, density, offset=0.3 if kind == "binary" else 0.0, block=d)
+
+
+def seeded_shape(rng, kind, n, d, density, offset, block):
+    """(name, X, y) drawn from ``rng``: X sparse with Gaussian values ("Gaussian"), binary with
+    Zipf-like column frequencies ("binary", drawn ``block`` columns at a time: n × d floats at once
+    would not fit for shapes()' 3000 × 20000), or dense Gaussian ("dense"); y = sign(Xw + 0.5ε +
+    ``offset``). The block sizes keep each set's draws as first published."""
+    if kind == "Gaussian":
+        X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+    elif kind == "binary":
+        frequency = np.minimum(0.5, 3 * density * d / np.arange(1, d + 1) / np.sum(1.0 / np.arange(1, d + 1)))
+        X = sp.hstack([sp.csr_matrix((rng.random((n, part.size)) < part).astype(float))
+                       for part in np.array_split(frequency, -(-d // block))], format="csr")
+    else:
+        X = rng.standard_normal((n, d))
+    w = rng.standard_normal(d) * 3 / np.sqrt(max(1.0, density * d))
+    y = np.where(X @ w + 0.5 * rng.standard_normal(n) + offset > 0, 1, -1)
+    return f"{kind} {n} × {d}" + (f" ({100 * density:g} %)" if density < 1 else ""), X, y
 
 
 def five_fold_sets():

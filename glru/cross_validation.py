@@ -943,7 +943,7 @@ def together_here(n_jobs):
     return any(type(backend) is BACKENDS.get(name) for name in LOCAL_BACKENDS)
 
 
-LOCAL_BACKENDS = ("loky", "multiprocessing", "threading", "sequential")
+LOCAL_BACKENDS = ("loky", "multiprocessing", "threading")  # (the sequential one has one job)
 
 
 def dual_pays_off(loss, fit_intercept, n, d):

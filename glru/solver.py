@@ -512,26 +512,29 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     if n_iter >= max_iter:
         return monitor.result("liblinear-dual", n_iter)
     finishing = _solve_semismooth if cheap else _solve_liblinear if primal else _solve_newton
+    # (LIBLINEAR's primal goes on with this monitor: its start, the best point, is checked already)
     finish = finishing(problem, monitor.best[0], 0.0, tol, max_iter - n_iter, stop_when,
-                       **(dict(ll_problem=ll_problem) if primal else {}))
+                       **(dict(ll_problem=ll_problem, monitor=monitor) if primal else {}))
     finish.n_iter += n_iter
     finish.method = "liblinear-dual+" + finish.method
     return finish
 
 
-def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll_problem=None):
+def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll_problem=None, monitor=None):
     """LIBLINEAR's trust-region Newton (``-s 0``, ``2`` or ``11``) from (coef, intercept), rerun
     warm with a tighter tolerance until the gap or ``stop_when`` is satisfied (see
     ``_PRIMAL_EPS_SIGNS``), finished by trust-region Newton where its tolerances run out.
-    ``ll_problem``: :func:`_liblinear_problem` of ``problem``, where the caller has it."""
+    ``ll_problem``: :func:`_liblinear_problem` of ``problem``, and ``monitor``: the
+    :class:`_GapMonitor` that has checked (coef, intercept) already, where the caller has them."""
     solver = _LIBLINEAR_SOLVER[type(problem.loss)]
     options = f"-s {solver} -c {_liblinear_C(problem, solver)!r} -q" + (" -p 0" if solver == 11 else "")
     if problem.fit_intercept:
         options += " -B 1 -R"
     ll_problem = _liblinear_problem(problem) if ll_problem is None else ll_problem
-    monitor = _GapMonitor(problem, tol, stop_when)
-    if monitor.check(coef, intercept):
-        return monitor.result("liblinear", 0)
+    if monitor is None:
+        monitor = _GapMonitor(problem, tol, stop_when)
+        if monitor.check(coef, intercept):
+            return monitor.result("liblinear", 0)
     eps, factor = (_PRIMAL_EPS_SIGNS, _PRIMAL_EPS_SIGNS_FACTOR) if stop_when is not None else \
         (1e-2 if solver != 11 else 1e-4, 0.1)
     z = problem.join(coef, monitor.best[1])
