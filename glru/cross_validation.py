@@ -150,7 +150,7 @@ class CrossValidation:
 
 
 def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="labels", solve_open=True, init=None,
-                   n_jobs=None, verbose=0, pre_dispatch="2*n_jobs"):
+                   start_tol=None, n_jobs=None, verbose=0, pre_dispatch="2*n_jobs"):
     """Held-out decision values (``need="values"``) or labels (``need="labels"``) of every fold.
 
     Parameters
@@ -175,6 +175,12 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
         ``fit_intercept``), e.g. the full-data optimum at a neighbouring regularization
         (:class:`~sklearn_ext.GLRUSearchCV` walks its grid this way). Cold (zeros) if None.
         Only the time depends on it: every result is certified or solved to rounding level.
+    start_tol : float or None, default=None
+        Where the caller needs no full-data model (scores only) and every fold holds out many
+        rows: the relative gap to which the full fit is solved where it only starts folds solved
+        by LIBLINEAR (no Newton centres take its Hessian, no steps start from it) and is their
+        first certificate's centre. The result's ``coef`` and ``intercept`` are then that start.
+        None: the full fit is exact (``TOL_EXACT`` for labels, rounding level for values).
     n_jobs, verbose, pre_dispatch : passed to :class:`joblib.Parallel` for the fold solves.
 
     Returns
@@ -184,11 +190,11 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
     if need not in ("labels", "values"):
         raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
     return _Engine(X, y, loss, folds, penalty_for, fit_intercept, need,
-                   dict(n_jobs=n_jobs, verbose=verbose, pre_dispatch=pre_dispatch), init).run(solve_open)
+                   dict(n_jobs=n_jobs, verbose=verbose, pre_dispatch=pre_dispatch), init, start_tol).run(solve_open)
 
 
 class _Engine:
-    def __init__(self, X, y, loss, folds, penalty_for, fit_intercept, need, parallel, init=None):
+    def __init__(self, X, y, loss, folds, penalty_for, fit_intercept, need, parallel, init=None, start_tol=None):
         X = compact_indices(X)
         self.X, self.y, self.loss, self.folds, self.init = X, y, loss, folds, init
         self.penalty_for, self.fit_intercept, self.need, self.parallel = penalty_for, fit_intercept, need, parallel
@@ -226,9 +232,13 @@ class _Engine:
         semismooth = dual and self.span is None and _semismooth_pays_off(X, fit_intercept)
         # LIBLINEAR's dual coordinate descent takes no start: for the cold full fit, and for folds
         # that start from the full fit (no Newton centres), no closer to them for it than 0 is;
-        # the points it stops at are certified (or polished), so its random row order is harmless
+        # the points it stops at are certified (or polished), so its random row order is harmless.
+        # Where the folds take LIBLINEAR's primal, so does the cold full fit: to a relative gap of 1e-4
+        # (start_tol) in 0.015–0.081 s where SciPy's trust-region Newton took 0.016–0.105 s, on six
+        # shapes of 2–4 rows a feature (docs/benchmarks.md, twenty-seventh session); to 1e-10 alike
         self.warm_method = "semismooth" if semismooth else "auto"
-        self.cold_method = "liblinear-dual" if dual and not semismooth else self.warm_method
+        self.cold_method = "liblinear-dual" if dual and not semismooth else "liblinear" if primal else \
+            self.warm_method
         self.fold_method = "liblinear" if primal else self.warm_method if self.newton else self.cold_method
         # folds factored directly (coordinates of X, small d̃, folds large enough: K-fold; leave-one-
         # out uses Woodbury), and of those the ones certified by :mod:`glru.curvature`: losses with
@@ -238,6 +248,13 @@ class _Engine:
             and all(4 * rows.size >= dim for rows in self.dropped)
         self.curved = self.direct and np.isfinite(loss.self_concordance)
         self.single_threaded = self.direct or small(X)
+        # a full fit that only starts folds solved by LIBLINEAR need not be exact: its dual folds start cold,
+        # and its primal ones stop relative to their gradient at 0 (LinearSVC 10-fold: 4–15 % faster on 15
+        # sparse shapes). Folds that take steps from it (semismooth Newton, Newton–CG together) took as long
+        # or longer from a rough one (dense 2000 × 500 0.94–0.99 → 1.04–1.07 s; docs/benchmarks.md,
+        # twenty-seventh session)
+        if start_tol is not None and self.fold_method in ("liblinear", "liblinear-dual"):
+            self.full_tol = max(self.full_tol, start_tol)
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
 
     def run(self, solve_open=True):
@@ -675,13 +692,16 @@ class _Engine:
         # the box of the early-stop check needs the training rows' column sums: the full data's less the
         # dropped rows' (without early stop nothing asks for them)
         full = self.checker.full if data is self.X else Problem(data, self.y, self.loss, None, self.fit_intercept)
-        # LIBLINEAR's dual takes no start: a centre whose signs were found open is not checked again
+        # LIBLINEAR's dual takes no start: a centre whose signs were found open is not checked again;
+        # nor by LIBLINEAR's primal, which starts there (the folds come here certified at their centres)
         cold = stop_early and self.fold_method == "liblinear-dual"
+        start_open = stop_early and self.fold_method == "liblinear"
         tasks = (delayed(solve_held_out)(
             data[train], self.y[train], self.loss,
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, None if cold else coef, intercept,
             data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
-            _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if stop_early else None)
+            _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if stop_early else None,
+            start_open=start_open)
             for k, train, (coef, intercept) in zip(indices, trains, centres))
         return Parallel(**self.parallel)(tasks)
 

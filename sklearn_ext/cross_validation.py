@@ -130,7 +130,8 @@ class GLRUCrossValidator(BaseEstimator):
         """:meth:`fit`; ``result`` is the binary engine's result when already computed (by
         :class:`~sklearn_ext.GLRUSearchCV`, on the same data, splits and model). Without ``refit``
         (:func:`cross_val_score` and a grid point of the search, which need the scores only) neither
-        a fallback nor steps that learn from the training rows fit ``estimator_`` (None), and the
+        a fallback nor steps that learn from the training rows fit ``estimator_`` (None), nor does
+        the engine where its full fit only starts the folds (:meth:`_fit_exact`), and the
         latter's full fit, the folds' start, is solved only to ``START_TOL`` (:func:`rough_start_tol`
         where every fold takes its Newton–CG steps with the others, :func:`_rough_full_fit`).
         ``previous``: for steps that learn from the training rows, the full fit and each trainable
@@ -179,24 +180,27 @@ class GLRUCrossValidator(BaseEstimator):
         if reason is not None:
             return self._fall_back(X, y, splits, reason, refit, train_scores)
         self.fallback_reason_ = None
-        return self._fit_exact(X, y, splits, scorer, preprocessing, X_model, model, trainable, result)
+        return self._fit_exact(X, y, splits, scorer, preprocessing, X_model, model, trainable, result, refit)
 
-    def _fit_exact(self, X, y, splits, scorer, preprocessing, X_model, model, trainable, result=None):
+    def _fit_exact(self, X, y, splits, scorer, preprocessing, X_model, model, trainable, result=None, refit=True):
         """The engine's computation; ``preprocessing`` (fitted row-wise steps, or None) turned X
-        into ``X_model``."""
+        into ``X_model``. Without ``refit``, where every fold holds out at least ``ROUGH_START_SHARE``
+        of the rows, the engine's full fit only starts the folds (``start_tol``) and ``estimator_``
+        is None."""
         classes = np.unique(y)
         need = _response_needed(scorer)
         folds = [splits[k] for k in trainable]
         if classes.size > 2:
             return self._fit_multiclass(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need,
                                         folds)
+        rough = result is None and not refit and min(f.test.size for f in folds) >= ROUGH_START_SHARE * y.size
         if result is None:
             result = cross_validate(
                 model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
-                model.fit_intercept, need=need, n_jobs=self.n_jobs, verbose=self.verbose,
-                pre_dispatch=self.pre_dispatch)
-        self.estimator_ = self._assemble(preprocessing, model.fitted(result.coef, result.intercept, classes,
-                                                                     X_model.shape[1]))
+                model.fit_intercept, need=need, start_tol=ROUGH_START_TOL if rough else None, n_jobs=self.n_jobs,
+                verbose=self.verbose, pre_dispatch=self.pre_dispatch)
+        self.estimator_ = None if rough else self._assemble(
+            preprocessing, model.fitted(result.coef, result.intercept, classes, X_model.shape[1]))
         counts = nonzero_counts(X_model) if need != "labels" else None
         self._set_scores(X, y, splits, scorer, trainable, [
             HeldOutPredictions(classes, outcome.labels) if need == "labels" else self._assemble(

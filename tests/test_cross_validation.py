@@ -745,7 +745,8 @@ def test_squared_hinge_folds_by_liblinear_between_the_dual_and_many_rows(monkeyp
     y = labels01(y)
     estimator, cv = LinearSVC(C=C), StratifiedKFold(5, shuffle=True, random_state=4)
     methods, solve_held_out = [], glru_cv.solve_held_out
-    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args: methods.append(args[9]) or solve_held_out(*args))
+    monkeypatch.setattr(glru_cv, "solve_held_out",
+                        lambda *args, **kwargs: methods.append(args[9]) or solve_held_out(*args, **kwargs))
     np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
     assert methods and set(methods) == {"liblinear"}
     np.testing.assert_allclose(cross_val_score(estimator, X, y, cv=cv, scoring="roc_auc", n_jobs=2),
@@ -1016,3 +1017,46 @@ def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, pr
     assert raised.value.code == 2
     error = capsys.readouterr().err
     assert message in error and "Traceback" not in error
+
+
+@pytest.mark.parametrize("loss, n, d, centres", [("squared_hinge", 60, 80, False), ("squared_hinge", 100, 30, False),
+                                                 ("logistic", 100, 30, False), ("logistic", 100, 30, True)],
+                         ids=["liblinear-dual", "liblinear", "newton-cg", "centres"])
+def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres):
+    """``cross_validate(start_tol=...)``: where the folds are solved by LIBLINEAR (its dual or its
+    primal), the full fit is solved to that relative gap only, and it is the result's coef; where
+    Newton centres take its Hessian, or the folds' Newton–CG steps start from it, it stays exact.
+    The folds' labels are the exact refits' either way. :func:`cross_val_score` (no ``estimator_``) asks
+    for it where every fold holds out at least ``ROUGH_START_SHARE`` of the rows."""
+    from glru.penalties import L2
+    from glru.problem import Problem
+    from sklearn_ext.cross_validation import ROUGH_START_SHARE, ROUGH_START_TOL
+
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: centres)
+    monkeypatch.setattr(glru_cv, "_span_pays_off", lambda *args: False)
+    monkeypatch.setattr(glru_cv, "_semismooth_pays_off", lambda *args: False)
+    X, y = random_problem(5, n, d, "logistic", sparse=True)
+    X = sp.csr_matrix(X)
+    splits = list(StratifiedKFold(5, shuffle=True, random_state=1).split(X, y))
+    folds = [glru_cv.Fold.from_split(train, test, n) for train, test in splits]
+    hinge, penalty_for = get_loss(loss), (lambda rows: L2(1.0 / rows))
+    tols, solve = [], glru_cv.solve
+    monkeypatch.setattr(glru_cv, "solve",
+                        lambda *args, **kwargs: tols.append(kwargs.get("tol")) or solve(*args, **kwargs))
+    rough = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False, start_tol=ROUGH_START_TOL)
+    rough_fit = loss == "squared_hinge"
+    assert tols[:1] == ([ROUGH_START_TOL] if rough_fit else [] if centres else [glru_cv.TOL_EXACT])
+    exact = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False)
+    gap = Problem(X, y, hinge, penalty_for(n), False).duality_gap(rough.coef, 0.0).relative_gap
+    assert gap <= (ROUGH_START_TOL if rough_fit else glru_cv.TOL_EXACT)
+    for (train, test), with_rough, with_exact in zip(splits, rough.outcomes, exact.outcomes):
+        np.testing.assert_array_equal(with_rough.labels, with_exact.labels)
+        estimator = LinearSVC(C=1.0, fit_intercept=False) if loss == "squared_hinge" else \
+            LogisticRegression(C=1.0, fit_intercept=False)
+        refit = exact_fold_estimator(estimator, X, labels01(y), train)
+        np.testing.assert_array_equal(with_rough.labels, TiesToFirstClass(refit).predict(X[test]) == 1)
+    assert min(test.size for _, test in splits) >= ROUGH_START_SHARE * n
+    np.testing.assert_array_equal(cross_val_score(LinearSVC(C=1.0, fit_intercept=False) if loss == "squared_hinge"
+                                                  else LogisticRegression(fit_intercept=False), X, labels01(y),
+                                                  cv=StratifiedKFold(5, shuffle=True, random_state=1)),
+                                  [np.mean(o.labels == (y[test] > 0)) for o, (_, test) in zip(rough.outcomes, splits)])
