@@ -1060,3 +1060,29 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
                                                   else LogisticRegression(fit_intercept=False), X, labels01(y),
                                                   cv=StratifiedKFold(5, shuffle=True, random_state=1)),
                                   [np.mean(o.labels == (y[test] > 0)) for o, (_, test) in zip(rough.outcomes, splits)])
+
+
+@pytest.mark.parametrize("cv", [KFold(4), model_selection.ShuffleSplit(3, test_size=0.2, train_size=0.5,
+                                                                         random_state=0)], ids=["kfold", "shuffle"])
+def test_folds_one_after_another_share_one_array_for_their_rows(monkeypatch, cv):
+    """With one job, the folds of a StandardScaler Pipeline take their rows into one array
+    (``_FoldRows``), which the scaler scales in place: each fold's design is, to the bit, its own
+    scaler's output on scikit-learn's X[train], the array is allocated once, and the scores are
+    the exact refits', for folds of unequal sizes (103 rows in four folds) and splits that leave
+    rows out."""
+    import sklearn_ext.cross_validation as sk_cv
+
+    X, y = random_problem(6, 103, 12, "logistic")
+    y = labels01(y)
+    estimator = make_pipeline(StandardScaler(), LogisticRegression(C=0.7))
+    designs, arrays, refit, take = [], [], sk_cv.refit_fold, sk_cv._FoldRows.take
+    monkeypatch.setattr(sk_cv, "refit_fold", lambda X_train, *args: designs.append(X_train.copy())
+                        or refit(X_train, *args))
+    monkeypatch.setattr(sk_cv._FoldRows, "take", lambda self, X, order: arrays.append(self.array)
+                        or take(self, X, order))  # (the arrays kept: no id is reused)
+    monkeypatch.setattr(sk_cv, "_stepping_input", lambda *args: None)  # (every fold refit on its own design)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+    splits = list(cv.split(X, y))
+    assert len(designs) == len(splits) and arrays[0] is None and len({id(a) for a in arrays[1:]}) == 1
+    for design, (train, _) in zip(designs, splits):
+        np.testing.assert_array_equal(design, StandardScaler().fit(X[train]).transform(X[train]))
