@@ -521,3 +521,34 @@ def test_primal_liblinear_goes_on_where_it_converged_with_a_sign_open(monkeypatc
     result = solver.solve(problem, start.coef, 0.0, tol=1e-15, method="liblinear",
                           stop_when=solver.SignsDecided(X_test))
     assert result.converged and result.signs_decided and len(runs) == 3 and len(checks) == 4  # (the start's too)
+
+
+@pytest.mark.parametrize("decades", [0, 4])
+def test_dual_starts_semismooth_newton_only_where_it_may_crawl(monkeypatch, decades):
+    """With d̃ ≤ SEMISMOOTH_CHEAP_DIM, LIBLINEAR's dual for held-out signs hands over to
+    semismooth Newton after one run at 1e-3 only where X's columns spread over more than two
+    decades of scale (``_dual_may_crawl``); elsewhere it runs at 1e-4 and LIBLINEAR's primal
+    finishes, as for more features. The signs are the optimum's either way."""
+    import glru.solver as solver
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((330, 300)) * 10.0 ** rng.uniform(-decades / 2, decades / 2, size=300)
+    y = np.where(X @ (rng.standard_normal(300) / np.linalg.norm(X, axis=0)) + 0.1 * rng.standard_normal(330) > 0,
+                 1.0, -1.0)
+    problem, X_test = Problem(X[:300], y[:300], get_loss("squared_hinge"), L2(1 / 300), False), X[300:]
+    assert solver._dual_may_crawl(problem) == (decades > 0)
+    runs, train = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None: runs.append(
+        (int(options.split("-s ")[1].split()[0]), float(options.split("-e ")[1]))) or train(ll_problem, options, init))
+    result = solver.solve(problem, tol=1e-14, method="liblinear-dual", stop_when=solver.SignsDecided(X_test))
+    assert runs[0] == ((1, 1e-3) if decades else (1, 1e-4))
+    assert result.method.startswith("liblinear-dual") and (result.stopped_early or result.converged)
+    if decades:
+        assert runs == [(1, 1e-3)] and result.method in ("liblinear-dual", "liblinear-dual+semismooth")
+    else:
+        assert all(s == 2 for s, _ in runs[1:]) and result.method in ("liblinear-dual", "liblinear-dual+liblinear")
+    optimum = solver.solve(problem, tol=1e-15, method="semismooth")
+    np.testing.assert_array_equal(X_test @ result.coef > 0, X_test @ optimum.coef > 0)
