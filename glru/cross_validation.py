@@ -32,7 +32,6 @@ the rounding band of 0 (:func:`glru.bounds.zero_band`) counts as 0. Every report
 either certified or from such an exact solve; nothing is guessed.
 """
 
-import contextlib
 import time
 import warnings
 
@@ -42,7 +41,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from joblib.parallel import BACKENDS, get_active_backend
 
 from .anderson import ANDERSON_DEPTH, Anderson
-from .blas import single_threaded_blas, small
+from .blas import blas_for, single_threaded_blas
 from .bounds import primal_radius, signs_decided, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
 from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
@@ -247,7 +246,6 @@ class _Engine:
         self.direct = self.newton and self.span is None and dim <= CURVATURE_MAX_DIM \
             and all(4 * rows.size >= dim for rows in self.dropped)
         self.curved = self.direct and np.isfinite(loss.self_concordance)
-        self.single_threaded = self.direct or small(X)
         # a full fit that only starts folds solved by LIBLINEAR need not be exact: its dual folds start cold,
         # and its primal ones stop relative to their gradient at 0 (LinearSVC 10-fold: 4–15 % faster on 15
         # sparse shapes). Folds that take steps from it (semismooth Newton, Newton–CG together) took as long
@@ -262,9 +260,10 @@ class _Engine:
 
     def _with_blas(self, function, *args):
         """``function(*args)`` with one BLAS thread where the folds are factored directly (their
-        products are d̃ × d̃: two threads made them 2–3× slower on the 2-core machine) or X is
-        :func:`glru.blas.small`."""
-        with single_threaded_blas() if self.single_threaded else contextlib.nullcontext():
+        products are d̃ × d̃: two threads made them 2–3× slower on the 2-core machine), else as
+        :func:`glru.blas.blas_for` the working X and the dimension its factorizations have."""
+        dim = self.work_X.shape[1] + self.fit_intercept
+        with single_threaded_blas() if self.direct else blas_for(self.work_X, dim):
             return function(*args)
 
     def _run(self, solve_open):
