@@ -28,8 +28,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, c
 from glru.blas import blas_for
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate, together_here
-from glru.fold_refit import (BALL_FIRST_ROWS, refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold,
-                             steps_together_pay_off)
+from glru.fold_refit import (BALL_FIRST_ROWS, fold_method, refit_fold, refit_multinomial_fold,
+                             refit_one_vs_rest_fold, steps_together_pay_off)
 from glru.fold_steps import fold_preconditioner, scaled_fold_starts, single_precision
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
@@ -37,7 +37,7 @@ from glru.newton_centres import outside
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.problem import Problem
 from glru.ridge import held_out_predictions
-from glru.solver import hessian_is_cheap, solve, solve_held_out
+from glru.solver import solve, solve_held_out
 from glru.standardization import fold_standardizations
 
 from ._adapters import (Unsupported, affine_scaling, is_ridge, learns_from_rows, linear_model, model_input,
@@ -511,7 +511,8 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
     folds of :meth:`GLRUCrossValidator._fit_learned`, and, ``exact`` to rounding, its ``estimator_``;
     otherwise (no ``estimator_`` asked for: :func:`cross_val_score`, a grid point of
     :class:`~sklearn_ext.GLRUSearchCV`) solved to the relative gap ``START_TOL`` only, far closer
-    to the full optimum than any fold's optimum is. One row per class with three classes or more
+    to the full optimum than any fold's optimum is (to ``ROUGH_START_TOL``, with ``rough``, where
+    the folds are LIBLINEAR's, :func:`glru.fold_refit.fold_method`). One row per class with three classes or more
     (multinomial: symmetric, as scikit-learn's, and exact unless ``rough``: the folds each hold
     out at least ``ROUGH_START_SHARE`` of the rows, and the full fit, not needed, only starts them,
     solved to ``MULTINOMIAL_ROUGH_TOL``). ``start``: a (coef,
@@ -528,18 +529,22 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
                                                  tol=MULTINOMIAL_ROUGH_TOL if rough else None)
         return (coef, intercept), factor
     penalty = model.penalty_for(X.shape[0])
-    # Newton steps with the Hessian formed where it is cheap, as the folds take them (glru.fold_refit.fold_method:
-    # w8a standardized 0.8 s against 1.9 s by Newton–CG until its products ran out)
-    method = "formed-newton" if hessian_is_cheap(Problem(X, codes, model.loss, penalty, model.fit_intercept)) \
-        else "auto"
+    # as the folds are solved (glru.fold_refit.fold_method): Newton steps with the Hessian formed where it is cheap
+    # (w8a standardized 0.8 s against 1.9 s by Newton–CG until its products ran out), and the squared hinge's dual
+    # with few rows a feature (make_classification 721 × 1270, StandardScaler + LinearSVC(C=0.278), 5-fold: its full
+    # fit 0.58 s by trust-region Newton–CG, whose steps zigzag there, and LIBLINEAR's primal after it)
+    method = fold_method(Problem(X, codes, model.loss, penalty, model.fit_intercept))
 
     def solved(c):  # one-vs-rest: each class against the rest
         targets, at = np.where(codes == c, 1.0, -1.0), (coef if n_classes == 2 else coef[c],
                                                         float(intercept if n_classes == 2 else intercept[c]))
         if exact:  # (solved, then polished to rounding)
             return solve_held_out(X, targets, model.loss, penalty, model.fit_intercept, *at, None, TOL_ROUNDING, method)
-        rough = solve(Problem(X, targets, model.loss, penalty, model.fit_intercept), *at, tol=START_TOL, method=method)
-        return rough.coef, rough.intercept
+        # (LIBLINEAR's folds, where every fold holds out many rows, take nothing from it but a first certificate's
+        # centre: to ROUGH_START_TOL, as the engine's, see glru.cross_validation.cross_validate's start_tol)
+        tol = ROUGH_START_TOL if rough and method.startswith("liblinear") else START_TOL
+        fit = solve(Problem(X, targets, model.loss, penalty, model.fit_intercept), *at, tol=tol, method=method)
+        return fit.coef, fit.intercept
     with blas_for(X):
         solutions = [solved(c) for c in ([1] if n_classes == 2 else range(n_classes))]
     if n_classes == 2:
