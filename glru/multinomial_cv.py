@@ -402,7 +402,7 @@ class _Engine:
             # the optimum is needed anyway: digits 0.45 s, where trust-region Newton–CG to TOL_HUB took 1.2 s
             # of 1700 products), trust-region Newton–CG where they stall; then polished to rounding level.
             # One BLAS thread on small data, as the folds' solves (digits: 0.96 s on two)
-            with blas_for(self.X):
+            with blas_for(self.X, self.p):
                 z, done = _DenseNewton(self.problem).minimize(self.problem.pack(np.zeros((self.K, self.d)),
                                                                                 np.zeros(self.K)))
                 self.W0, self.b0 = self.problem.unpack(z)
@@ -424,7 +424,7 @@ class _Engine:
         complete = [k for k, p in enumerate(self.present) if p.size == self.K]
         self.hinv = self.S_factor = None
         if dense:
-            with blas_for(self.X):
+            with blas_for(self.X, self.p):
                 self.S = self._hessian(self.P0) + self.penalty
                 self.S_factor = _Factor(self.S)
                 self.hinv = _inverse(self.S_factor)

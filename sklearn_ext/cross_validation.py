@@ -523,7 +523,7 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
     shape = (X.shape[1],) if n_classes == 2 else (n_classes, X.shape[1])
     coef, intercept = start if start is not None and start[0].shape == shape else (np.zeros(shape), np.zeros(shape[:-1]))
     if n_classes > 2 and model.multiclass == "multinomial":
-        with blas_for(X):
+        with blas_for(X, coef.size + intercept.size):  # (its factorizations: of all the classes' unknowns)
             coef, intercept, factor = solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam,
                                                  model.fit_intercept, coef, intercept, with_factor=True,
                                                  tol=MULTINOMIAL_ROUGH_TOL if rough else None)
@@ -708,7 +708,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
         coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
     penalty = model.penalty_for(train.size)
-    with blas_for(X_train):
+    with blas_for(X_train, coef.size + np.size(intercept)):  # (a multinomial fold factors all the classes' unknowns)
         if n_classes == 2:
             if stepped:  # where its Newton–CG steps with the other folds ended, from this start
                 starts = [previous]  # (or a neighbouring grid point's): no gap to compare
