@@ -256,10 +256,11 @@ class _GapMonitor:
         if self.stop_when is None or self.stopped_early or ev.gap - ev.allowance <= ev.allowance \
                 or not ev.gap < 0.1 * previous_gap:
             return True
-        from .certificate import certificate_at
+        if self.signs_decided is None:  # (asked once a best point: the dual's primal finish starts at its last)
+            from .certificate import certificate_at
 
-        full = dict(always=True) if isinstance(self.stop_when, SignsDecided) else {}  # (past its skipping)
-        self.signs_decided = bool(self.stop_when(certificate_at(self.problem, coef, intercept, ev), **full))
+            full = dict(always=True) if isinstance(self.stop_when, SignsDecided) else {}  # (past its skipping)
+            self.signs_decided = bool(self.stop_when(certificate_at(self.problem, coef, intercept, ev), **full))
         return self.signs_decided
 
     def check_skipped(self):

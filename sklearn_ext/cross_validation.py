@@ -194,7 +194,7 @@ class GLRUCrossValidator(BaseEstimator):
         if classes.size > 2:
             return self._fit_multiclass(X, y, splits, scorer, preprocessing, model, trainable, X_model, classes, need,
                                         folds)
-        rough = result is None and not refit and min(f.test.size for f in folds) >= ROUGH_START_SHARE * y.size
+        rough = result is None and _starts_only(refit, [f.test for f in folds], y.size)
         if result is None:
             result = cross_validate(
                 model.design(X_model), np.where(y == classes[1], 1.0, -1.0), model.loss, folds, model.penalty_for,
@@ -253,7 +253,7 @@ class GLRUCrossValidator(BaseEstimator):
                     or splits[k][1].size > BALL_FIRST_ROWS] if X_in is not None else []
         # (X in float32 once for the full fit's steps and the folds')
         single = single_precision(X_in) if stepping else None
-        rough = not refit and min(splits[k][1].size for k in trainable) >= ROUGH_START_SHARE * y.size
+        rough = _starts_only(refit, [splits[k][1] for k in trainable], y.size)
         rough_steps = rough and len(stepping) == len(trainable)
         standardizing = standardization(preprocessing[-1], X_in) if rough_steps else None
         if standardizing is not None:  # the full data's and the folds' scalings only start them: estimated
@@ -597,6 +597,13 @@ ROUGH_START_TOL, ROUGH_START_SHARE = 1e-4, 1 / 40
 # 178 → 110. With fewer rows than columns the folds took more (sparse 2000 × 5000 97 → 120 single products and
 # 1358 → 1417 columns; Gaussian 1000 × 20000 +86 columns)
 ROUGH_WIDE_START_TOL = 0.1
+
+
+def _starts_only(refit, tests, n_samples):
+    """Whether a full fit only starts the folds (and may be rough): no ``estimator_`` is asked for
+    (not ``refit``) and every fold's held-out rows ``tests`` are at least ``ROUGH_START_SHARE`` of
+    the ``n_samples`` rows."""
+    return not refit and min(test.size for test in tests) >= ROUGH_START_SHARE * n_samples
 
 
 def rough_start_tol(X):
