@@ -343,6 +343,10 @@ class _Engine:
         start = self._start()
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol, method=self._method_from(start))
+            if self.fold_method == "liblinear-dual" and full.method == "liblinear-dual+semismooth":
+                # the dual crawled (glru.solver._dual_crawled): the folds' would too, and semismooth
+                # Newton goes from the full fit (make_classification 1418 × 1453, C = 34, 5-fold: 3.2 → 1.6 s)
+                self.fold_method = "semismooth"
             return full.coef, full.intercept
         # where the curvature is piecewise constant the Hessian follows the rows that cross a kink:
         # exact (semismooth) Newton steps, at the cost of those rows' Gram matrices, damped until
@@ -735,6 +739,7 @@ class _Engine:
         # their current point: what sets how far a step must go (see _needed_forcing)
         per_gradient, gradient_at = {}, {}
         gradient_norms = {}  # of the folds taking chord steps, at the point of their last step
+        newton_norms = {}  # of the folds taking Newton–CG steps, their gradient norms so far
         for _ in range(CHORD_MAX_STEPS):
             if not active:
                 break
@@ -770,6 +775,9 @@ class _Engine:
                     gradient_at[k] = np.linalg.norm(gradient)
                     if newton[k] is None and k not in previous and np.isfinite(radii[k][0]):
                         per_gradient[k] = radii[k][0] / gradient_at[k]  # certified at this centre
+                    if k not in polishing and self._zigzags(newton_norms.setdefault(k, []), gradient_at[k]):
+                        finished.append(k)  # a solve takes over from here
+                        continue
                     pending.append((k, z, gradient, margins))
                     if len(pending) == self.checker.block:
                         take_newton_steps()
@@ -829,6 +837,18 @@ class _Engine:
                 centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
             active, fresh = list(moves), set()
         return at_centres
+
+    def _zigzags(self, norms, norm):
+        """Whether a fold's Newton–CG steps, whose gradient norms before this one's were ``norms``
+        (appended to), zigzag: on a piecewise quadratic loss, the last ``ZIGZAG_STEPS`` steps
+        have not brought its gradient below ``ZIGZAG_SHARE`` of the smallest before them. Near a
+        hard margin each step overshoots the kinks of rows the last one moved: LinearSVC(C=29)
+        on dense 548 × 289, 10-fold, took the 50 steps allowed a fold, its gradient norm between
+        0.07 and 0.7, then its solve: 0.76 s in all, 0.26 s stopped so (8–14 steps a fold). On
+        dense 2000 × 500 (C = 1) the norm falls a third every 8 steps, and the steps go on."""
+        norms.append(norm)
+        return not np.isfinite(self.loss.self_concordance) and len(norms) > ZIGZAG_STEPS and \
+            min(norms[-ZIGZAG_STEPS:]) > ZIGZAG_SHARE * min(norms[:-ZIGZAG_STEPS])
 
     def _newton_cg_applies(self, k):
         """Whether fold k may leave its chord steps for Newton–CG steps (:meth:`_newton_cg_steps`):
@@ -925,6 +945,7 @@ HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then p
 DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap
 CHORD_MAX_STEPS = 50
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
+ZIGZAG_STEPS, ZIGZAG_SHARE = 8, 0.9  # see _Engine._zigzags
 NEEDED_SHARE = 0.5  # of the radius the held-out signs need, that a Newton–CG step aims at
 POLISH_FORCING = 1e-2  # of a fold's Newton–CG steps at rounding level (see _Engine._newton_cg_steps)
 # a fold's reference Hessian is refreshed, at the rows moved by more than REFERENCE_SHIFT and at most

@@ -140,3 +140,17 @@ def squared_hinge_optimum(Z, t, C):
     inside = 1 - t * (Z @ w) > 0
     return scipy.linalg.solve(np.eye(Z.shape[1]) + 2 * C * Z[inside].T @ Z[inside], 2 * C * Z[inside].T @ t[inside],
                               assume_a="pos")
+
+
+def squared_hinge_by_nnls(Z, t, C):
+    """The same minimizer from its dual, by SciPy's Lawson–Hanson NNLS (an active-set method
+    that ends exactly, its own code): max Σα − ½‖Σ α_i t_i z_i‖² − ‖α‖²/4C over α ≥ 0 is
+    min ‖Bα − b‖² with B = [(t ⊙ Z)ᵀ; I/√2C], b = [0; √2C·1], and w = Σ α_i t_i z_i. Exact near
+    a hard margin (large C, rows nearly on it), where damped Newton steps crawl."""
+    from scipy.optimize import nnls
+
+    rows = Z * t[:, None]
+    B = np.vstack([rows.T, np.eye(Z.shape[0]) / np.sqrt(2 * C)])
+    b = np.concatenate([np.zeros(Z.shape[1]), np.full(Z.shape[0], np.sqrt(2 * C))])
+    alpha, _ = nnls(B, b, maxiter=50 * Z.shape[0])
+    return rows.T @ alpha

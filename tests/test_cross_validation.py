@@ -1086,3 +1086,52 @@ def test_folds_one_after_another_share_one_array_for_their_rows(monkeypatch, cv)
     assert len(designs) == len(splits) and arrays[0] is None and len({id(a) for a in arrays[1:]}) == 1
     for design, (train, _) in zip(designs, splits):
         np.testing.assert_array_equal(design, StandardScaler().fit(X[train]).transform(X[train]))
+
+
+def _linear_svc_scores_by_nnls(X, y, C, cv):
+    """LinearSVC(C)'s exact held-out accuracies, each fold's dual solved by Lawson–Hanson NNLS."""
+    from ._exact import squared_hinge_by_nnls
+
+    Z, t = np.hstack([X, np.ones((X.shape[0], 1))]), np.where(y > 0, 1.0, -1.0)
+    return np.array([np.mean((Z[test] @ squared_hinge_by_nnls(Z[train], t[train], C) > 0) == (y[test] > 0))
+                     for train, test in cv.split(X, y)])
+
+
+def test_folds_whose_full_fit_crawled_in_the_dual_take_semismooth_newton(monkeypatch):
+    """make_classification 500 × 700, LinearSVC(C=100), 5-fold: the full fit's LIBLINEAR dual
+    crawls and semismooth Newton finishes it (glru.solver._dual_crawled); the folds then go by
+    semismooth Newton from it, not by LIBLINEAR's dual from 0, to the exact refits' scores."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=500, n_features=700, n_informative=350, random_state=0)
+    methods, solve = [], glru_cv.solve
+    monkeypatch.setattr(glru_cv, "solve", lambda *args, **kwargs: methods.append(
+        (kwargs.get("method"), solve(*args, **kwargs))) or methods[-1][1])
+    asked, solve_held_out = [], glru_cv.solve_held_out
+    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args, **kwargs: asked.append(args[9]) or
+                        solve_held_out(*args, **kwargs))
+    cv = StratifiedKFold(5)
+    scores = cross_val_score(LinearSVC(C=100.0), X, y, cv=cv)
+    assert [(method, result.method) for method, result in methods] == [("liblinear-dual", "liblinear-dual+semismooth")]
+    assert asked == ["semismooth"] * 5
+    np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X, y, 100.0, cv))
+
+
+def test_newton_cg_steps_that_zigzag_hand_their_folds_to_solves(monkeypatch):
+    """make_classification 548 × 289, LinearSVC(C=29), 10-fold: the folds' Newton–CG steps
+    together zigzag near the hard margin (gradient norms between 0.07 and 0.7 for 50 steps); each
+    fold leaves them once ``ZIGZAG_STEPS`` steps have not brought its gradient below
+    ``ZIGZAG_SHARE`` of its smallest, and its solve reaches the exact refit's score."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=548, n_features=289, n_informative=144, random_state=680)
+    steps, take = {}, glru_cv._Engine._newton_cg_steps
+    def spy(self, pending, *args):
+        for k, *_ in pending:
+            steps[k] = steps.get(k, 0) + 1
+        return take(self, pending, *args)
+    monkeypatch.setattr(glru_cv._Engine, "_newton_cg_steps", spy)
+    cv = StratifiedKFold(10)
+    scores = cross_val_score(LinearSVC(C=29.0), X, y, cv=cv)
+    assert len(steps) == 10 and max(steps.values()) < 2 * glru_cv.ZIGZAG_STEPS < glru_cv.CHORD_MAX_STEPS
+    np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X, y, 29.0, cv))

@@ -552,3 +552,36 @@ def test_dual_starts_semismooth_newton_only_where_it_may_crawl(monkeypatch, deca
         assert all(s == 2 for s, _ in runs[1:]) and result.method in ("liblinear-dual", "liblinear-dual+liblinear")
     optimum = solver.solve(problem, tol=1e-15, method="semismooth")
     np.testing.assert_array_equal(X_test @ result.coef > 0, X_test @ optimum.coef > 0)
+
+
+@pytest.mark.parametrize("signs", [True, False], ids=["signs", "start"])
+def test_dual_hands_a_crawl_to_semismooth_newton(monkeypatch, signs):
+    """Near a hard margin (make_classification 300 × 400, C = 100: redundant features, most rows
+    on the margin) LIBLINEAR's dual run at 1e-4 (for held-out signs, or for a start: a gap of
+    1e-4) leaves a relative gap above ``_DUAL_CRAWL_GAP``; no other run follows, and semismooth
+    Newton finishes from its point: to the signs of the dual's exact optimum (Lawson–Hanson
+    NNLS), or to the gap asked for."""
+    import glru.solver as solver
+    from sklearn.datasets import make_classification
+
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    from ._exact import squared_hinge_by_nnls
+
+    X, y = make_classification(n_samples=320, n_features=400, n_informative=200, random_state=0)
+    Z, t = np.hstack([X, np.ones((320, 1))]), np.where(y > 0, 1.0, -1.0)
+    problem, Z_test = Problem(Z[:300], t[:300], get_loss("squared_hinge"), L2(1 / (100 * 300)), False), Z[300:]
+    runs, train = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None: runs.append(
+        (options, train(ll_problem, options, init))) or runs[-1][1])
+    result = solver.solve(problem, tol=1e-14 if signs else 1e-4, method="liblinear-dual",
+                          stop_when=solver.SignsDecided(Z_test) if signs else None)
+    assert [options for options, _ in runs] == ["-s 1 -c 100.0 -q -e 0.0001"]
+    assert problem.duality_gap(runs[0][1], 0.0).relative_gap > solver._DUAL_CRAWL_GAP
+    assert result.method == "liblinear-dual+semismooth"
+    if signs:
+        np.testing.assert_array_equal(Z_test @ result.coef > 0, Z_test @ squared_hinge_by_nnls(problem.X, problem.y, 100.0) > 0)
+    else:
+        assert result.converged and result.evaluation.relative_gap <= 1e-4
