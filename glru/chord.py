@@ -111,6 +111,20 @@ def _next_point(problem, z, value, gradient, step, anderson):
     return point, problem.fun(point)
 
 
+def _stacked(X, X_test):
+    """The rows of X, then those of X_test: a view where X_test's follow X's in one C-ordered
+    array (a fold's rows as scikit-learn's adapters take them, :class:`sklearn_ext.cross_validation._FoldRows`),
+    else a copy (a stack of 4000 × 50 a fold took 0.5–0.8 ms in fresh pages). The view reads
+    X's memory and then X_test's, and the caller keeps X_test alive with it."""
+    if sp.issparse(X):
+        return sp.vstack([X, X_test], format="csr")
+    follows = X.flags.c_contiguous and X_test.flags.c_contiguous and X.dtype == X_test.dtype and \
+        X.shape[1] == X_test.shape[1] and X_test.ctypes.data == X.ctypes.data + X.nbytes
+    if follows:
+        return np.lib.stride_tricks.as_strided(X, shape=(X.shape[0] + X_test.shape[0], X.shape[1]), writeable=False)
+    return np.vstack([X, X_test])
+
+
 class _ChordSteps:
     """One fold's reference Hessian (its factor and :class:`FoldCurvature`) and the sound
     gradients the theorem takes (mean form: ℓ_i/n and λ in place of the sum form's ℓ_i and a,
@@ -119,12 +133,9 @@ class _ChordSteps:
     def __init__(self, problem, X_test):
         self.problem, self.X_test = problem, X_test
         X = problem.X
-        stack = sp.vstack if sp.issparse(X) else np.vstack
-        self.rows = stack([X, X_test], format="csr") if sp.issparse(X) else stack([X, X_test])
+        self.rows = _stacked(X, X_test)
         self.test = np.arange(X.shape[0], self.rows.shape[0])
         self.row_norms = np.sqrt(row_norms_sq(self.rows))
-        self.magnitudes = abs(self.rows) if (self.rows.data if sp.issparse(X) else self.rows).min(initial=0.0) < 0 \
-            else self.rows
         self.train_norms = np.sqrt(self.row_norms[:X.shape[0]] ** 2 + problem.fit_intercept)  # ‖x̃_i‖
         self.terms = X.getnnz(axis=1) if sp.issparse(X) else X.shape[1]
         # the optimum's weights of the columns no training row holds are exactly 0 (their
@@ -176,7 +187,7 @@ class _ChordSteps:
             return False
         problem, self.tau = self.problem, tau
         self.curvature = FoldCurvature(self.upper, self.rows, np.arange(problem.n), self.test, problem.fit_intercept,
-                                       tau, problem.loss.self_concordance, self.row_norms, self.magnitudes,
+                                       tau, problem.loss.self_concordance, self.row_norms, None,
                                        self.unseen)
         return self.curvature.usable
 

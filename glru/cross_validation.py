@@ -52,6 +52,7 @@ from .held_out import HeldOutOutcome
 from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
+from .semismooth import dual_pieces_apply, pivots_apply
 from .solver import dual_solves, polish, solve, solve_held_out, subsampled_newton
 from .span import RowSpan
 
@@ -343,9 +344,11 @@ class _Engine:
         start = self._start()
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol, method=self._method_from(start))
-            if self.fold_method == "liblinear-dual" and full.method == "liblinear-dual+semismooth":
-                # the dual crawled (glru.solver._dual_crawled): the folds' would too, and semismooth
-                # Newton goes from the full fit (make_classification 1418 × 1453, C = 34, 5-fold: 3.2 → 1.6 s)
+            if self.fold_method == "liblinear-dual" and (full.method == "liblinear-dual+semismooth" or
+                                                         pivots_pay_off(problem, full.coef)):
+                # the dual crawled (glru.solver._dual_crawled), and the folds' would too, or whole
+                # semismooth Newton steps through the dual are cheaper: they go from the full fit
+                # (make_classification 1418 × 1453, C = 34, 5-fold: 3.2 → 1.6 s)
                 self.fold_method = "semismooth"
             return full.coef, full.intercept
         # where the curvature is piecewise constant the Hessian follows the rows that cross a kink:
@@ -1052,6 +1055,26 @@ def _semismooth_pays_off(X, fit_intercept):
     dim = X.shape[1] + fit_intercept
     semismooth = gram_seconds(X) + SEMISMOOTH_STEPS * factor_seconds(dim)
     return semismooth <= DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
+
+
+def pivots_pay_off(problem, coef=None):
+    """Whether semismooth Newton's whole steps through the dual (:func:`glru.semismooth.dual_pieces_apply`)
+    are estimated to solve ``problem`` (or a fold like it) faster than LIBLINEAR's dual coordinate
+    descent from 0: the rows' n × n Gram matrix and ``PIVOT_STEPS`` factorizations of the block of
+    rows inside the margin at ``coef`` (the full fit's; all rows if None), against
+    ``DUAL_SECONDS_PER_VALUE`` per stored value. Dense rows with a few hundred inside the margin
+    pass; sparse Gaussian 2000 × 2000 (1200 of 1800 inside, 80,000 values) does not: there
+    LIBLINEAR's dual takes 7 ms a fold, the whole steps 0.2–0.3 s."""
+    if not (pivots_apply(problem) and dual_pieces_apply(problem)):
+        return False
+    inside = problem.n if coef is None else \
+        np.count_nonzero(problem.loss.second_derivative(problem.y, problem.margins(coef, 0.0)))
+    X = problem.X
+    return gram_seconds(X.T) + PIVOT_STEPS * factor_seconds(inside) <= \
+        DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
+
+
+PIVOT_STEPS = 15  # whole steps a fold: 5–18 measured (see glru.semismooth.PIVOT_MAX_ROWS_PER_FEATURE)
 
 
 def _span_pays_off(X, fit_intercept, dropped):

@@ -53,7 +53,7 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from .duality import EPS, gamma
-from .problem import row_norms_sq
+from .problem import absolute_times, row_norms_sq
 
 MAX_CONDITION_ROUNDING = 1e-6  # κ(U)·d·u above this: the factor is too ill-conditioned to certify with
 MAX_LOG_SHIFT = 30.0  # νδ beyond this: the bounds would be e^{30} times the gradient, useless
@@ -111,7 +111,8 @@ class FoldCurvature:
     row_norms : ndarray, optional
         ‖x_i‖₂ of every row of X (computed if not given).
     magnitudes : ndarray or CSR, optional
-        |X| (X itself when no value is negative; computed if not given).
+        |X| (X itself when no value is negative), where the caller keeps it; else |X|·v is
+        computed a block of rows at a time (:func:`glru.problem.absolute_times`).
     unseen : index array, optional
         Features with no stored entry in the training rows. The optimum's coefficients there
         are exactly 0 (their gradient is a·z_j), so the held-out values are bounded for x̃ with
@@ -138,11 +139,10 @@ class FoldCurvature:
         # open. All are widened by the relative rounding of the computed inverse and of the sums.
         self.widening = (1 + 2 * condition_rounding) * (1 + gamma(dim + 2)) ** 2
         d = X.shape[1]
-        if magnitudes is None:
-            magnitudes = abs(X) if (X.data if sp.issparse(X) else X).min(initial=0.0) < 0 else X
         inverse_row_norms = np.sqrt(np.einsum("ij,ij->i", inverse, inverse))
         inverse_row_norms[self.unseen] = 0.0  # no training row has them: only held-out rows lose them
-        triangle = np.asarray(magnitudes @ inverse_row_norms[:d]).ravel()
+        triangle = absolute_times(X, inverse_row_norms[:d]) if magnitudes is None else \
+            np.asarray(magnitudes @ inverse_row_norms[:d]).ravel()
         triangle += inverse_row_norms[d] if fit_intercept else 0.0
         triangle *= self.widening
         norms = row_norms ** 2 if row_norms is not None else row_norms_sq(X)

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from .bounds import primal_radius, signs_decided
 from .chord import chord_applies, chord_outcome
 from .costs import gram_seconds, product_seconds
-from .cross_validation import TOL_ROUNDING, dual_pays_off
+from .cross_validation import TOL_ROUNDING, dual_pays_off, pivots_pay_off
 from .held_out import HeldOutOutcome, certified_bounds, held_out_bounds
 from .multinomial_cv import centre_fold_outcome, solve_fold, solved_fold_outcome
 from .one_vs_rest import outcome_from_classes
@@ -118,13 +118,15 @@ def fold_method(problem):
     """The :func:`glru.solver.solve` method of a fold held as data of its own, or of its full fit:
     the engine's choice for folds without a Newton centre, dual coordinate descent for the squared
     hinge where it pays (the start is no closer than 0 for it: madelon.t with a StandardScaler,
-    LinearSVC, C = 10, 0.29 s for two folds instead of 0.91 s by semismooth Newton from the full
-    fit); and where the Hessian is cheap (:func:`glru.solver.hessian_is_cheap`), Newton steps with
+    LinearSVC, C = 10, 0.29 s for two folds instead of 0.91 s by damped semismooth Newton from the
+    full fit), unless semismooth Newton's whole steps through the dual pay more
+    (:func:`glru.cross_validation.pivots_pay_off`: madelon.t, 10-fold, 0.62 → 0.17 s at C = 1,
+    1.15 → 0.17 s at C = 10); and where the Hessian is cheap (:func:`glru.solver.hessian_is_cheap`), Newton steps with
     it formed: on standardized columns Newton–CG crawls (a fold of w8a, 10-fold: 7–11 formed steps,
     0.4–0.8 s, against 1.1–1.9 s by Newton–CG until its products ran out; its full fit 0.8 against
     1.9 s; a9a.t's folds solved for values 1.8× faster)."""
     if type(problem.penalty) is L2 and dual_pays_off(problem.loss, problem.fit_intercept, problem.n, problem.d):
-        return "liblinear-dual"
+        return "semismooth" if pivots_pay_off(problem) else "liblinear-dual"
     return "formed-newton" if hessian_is_cheap(problem) else "auto"
 
 

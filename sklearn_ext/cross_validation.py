@@ -493,7 +493,8 @@ class _FoldRows:
         if self.array is None or self.array.dtype != X.dtype or self.array.shape[0] < shape[0] \
                 or self.array.shape[1] != shape[1]:
             self.array = np.empty(shape, dtype=X.dtype)
-        return np.take(X, order, axis=0, out=self.array[:shape[0]])
+        # (mode="raise", the default, takes into a buffer first and copies it over)
+        return np.take(X, order, axis=0, out=self.array[:shape[0]], mode="clip")
 
 
 def _scaled_in_place(step, rows):

@@ -2,6 +2,7 @@
 exact fold optima."""
 
 import numpy as np
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,3 +152,25 @@ def test_unseen_columns_get_exact_zero_weights_in_the_bounds():
     exact = X[test] @ coef + intercept
     assert np.all(outcome.lower <= exact + 1e-11) and np.all(exact - 1e-11 <= outcome.upper)
     assert np.all(outcome.upper[:5] - outcome.lower[:5] <= 1e-5)
+
+
+def test_fold_rows_that_follow_each_other_are_stacked_without_a_copy():
+    """A fold's training and held-out rows as the Pipeline adapter takes them (adjacent blocks of
+    one array) are stacked as a view of it; rows from elsewhere, or sparse ones, are copied. The
+    bounds' |X|·v, a block of rows at a time, is that of the copy |X|."""
+    from glru.problem import absolute_times
+
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((70000 // 50, 50))
+    X, X_test = rows[:1200], rows[1200:]
+    stacked = chord._stacked(X, X_test)
+    assert np.shares_memory(stacked, rows) and not stacked.flags.writeable
+    np.testing.assert_array_equal(stacked, rows)
+    apart = chord._stacked(X, X_test.copy())
+    assert not np.shares_memory(apart, rows)
+    np.testing.assert_array_equal(apart, rows)
+    np.testing.assert_array_equal(chord._stacked(sp.csr_matrix(X), sp.csr_matrix(X_test)).toarray(), rows)
+    v = rng.random(50)
+    for matrix in (rows, np.abs(rows), sp.csr_matrix(rows * (rng.random(rows.shape) < 0.1))):
+        dense = matrix.toarray() if sp.issparse(matrix) else matrix
+        np.testing.assert_allclose(absolute_times(matrix, v), np.abs(dense) @ v, rtol=1e-14)

@@ -57,7 +57,7 @@ def test_the_dual_gives_the_primal_whole_step(sparse):
     X = rng.standard_normal((120, 200)) * (rng.random((120, 200)) < (0.1 if sparse else 1.0))
     y = np.where(X @ rng.standard_normal(200) + 0.3 * rng.standard_normal(120) > 0, 1, -1)
     problem, _ = _linear_svc_problem(sp.csr_matrix(X) if sparse else X, y, 3.0)
-    assert semismooth._DualPieces.pays_off(problem)
+    assert semismooth.dual_pieces_apply(problem)
     z = 0.1 * rng.standard_normal(problem.d)
     curvatures = semismooth._curvatures(problem, z)
     assert 0 < np.count_nonzero(curvatures) < problem.n
