@@ -29,6 +29,7 @@ certificate) decides when to stop.
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 
 from .duality import EPS
 from .losses import SquaredHinge
@@ -47,10 +48,10 @@ def applies(loss):
 
 
 def semismooth_newton(problem, z, check, max_steps):
-    """Damped semismooth Newton steps on ``problem`` (an L2 :class:`glru.problem.Problem`) from
-    z = (w, b) until ``check(coef, intercept)`` returns True, a step is at rounding level or no
-    longer decreases the objective, or H cannot be factored (:func:`_factor`). Returns the
-    number of steps taken."""
+    """Semismooth Newton steps on ``problem`` (an L2 :class:`glru.problem.Problem`) from z = (w, b),
+    whole ones first where :func:`pivots_apply` (:func:`_pivot`), then damped ones, until
+    ``check(coef, intercept)`` returns True, a step is at rounding level or no longer decreases
+    the objective, or H cannot be factored (:func:`_factor`). Returns the number of steps taken."""
     pivoted = 0
     if pivots_apply(problem):
         z, pivoted, done = _pivot(problem, z, check, max_steps)
@@ -161,7 +162,9 @@ class _DualPieces:
     def __init__(self, problem):
         self.problem, X, y = problem, problem.X, problem.y
         gram = X @ X.T
-        self.gram = (gram.toarray() if hasattr(gram, "toarray") else np.asarray(gram)) * np.outer(y, y)
+        self.gram = gram.toarray() if sp.issparse(gram) else np.asarray(gram)
+        self.gram *= y[:, None]  # (in place: no second n × n array)
+        self.gram *= y[None, :]
         self.ridge = 0.5 * problem.penalty.lam * problem.n  # 1/(2C)
 
     def minimizer(self, z, curvatures):

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn import model_selection
 from sklearn.base import clone
@@ -1135,3 +1135,25 @@ def test_newton_cg_steps_that_zigzag_hand_their_folds_to_solves(monkeypatch):
     scores = cross_val_score(LinearSVC(C=29.0), X, y, cv=cv)
     assert len(steps) == 10 and max(steps.values()) < 2 * glru_cv.ZIGZAG_STEPS < glru_cv.CHORD_MAX_STEPS
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X, y, 29.0, cv))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(20, 90), rows_per_feature=st.floats(0.5, 3.0),
+       log_C=st.floats(-1.0, 2.0), folds=st.sampled_from([3, 5, 10]), kind=st.sampled_from(["redundant", "gaussian"]))
+def test_property_linear_svc_scores_equal_those_of_exact_dual_refits(seed, d, rows_per_feature, log_C, folds, kind):
+    """LinearSVC near and far from a hard margin, its folds by whichever route (LIBLINEAR's dual and
+    its hand-overs, semismooth Newton's whole steps or damped ones, Newton–CG steps together): the
+    scores of refits whose duals SciPy's Lawson–Hanson NNLS solves exactly."""
+    from sklearn.datasets import make_classification
+
+    n, C = max(2 * folds, int(d * rows_per_feature)), 10.0 ** log_C
+    if kind == "redundant":
+        X, y = make_classification(n_samples=n, n_features=d, n_informative=d // 2, random_state=seed)
+    else:
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((n, d))
+        y = (X @ rng.standard_normal(d) + rng.standard_normal(n) > 0).astype(int)
+    if np.bincount(y, minlength=2).min() < folds:
+        return
+    cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    np.testing.assert_array_equal(cross_val_score(LinearSVC(C=C), X, y, cv=cv), _linear_svc_scores_by_nnls(X, y, C, cv))
