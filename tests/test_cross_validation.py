@@ -1117,24 +1117,40 @@ def test_folds_whose_full_fit_crawled_in_the_dual_take_semismooth_newton(monkeyp
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X, y, 100.0, cv))
 
 
-def test_newton_cg_steps_that_zigzag_hand_their_folds_to_solves(monkeypatch):
-    """make_classification 548 × 289, LinearSVC(C=29), 10-fold: the folds' Newton–CG steps
-    together zigzag near the hard margin (gradient norms between 0.07 and 0.7 for 50 steps); each
-    fold leaves them once ``ZIGZAG_STEPS`` steps have not brought its gradient below
-    ``ZIGZAG_SHARE`` of its smallest, and its solve reaches the exact refit's score."""
+def _hard_margin_data(kind):
+    """make_classification 548 × 289 (redundant features) or sparse Gaussian 968 × 134 (10 %),
+    labels from a noisy linear model; LinearSVC's C and folds for them near a hard margin."""
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=548, n_features=289, n_informative=144, random_state=680)
+    if kind == "zigzag":
+        X, y = make_classification(n_samples=548, n_features=289, n_informative=144, random_state=680)
+        return X, y, 29.0, 10
+    rng = np.random.default_rng(1)
+    X = sp.random(968, 134, density=0.1, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    return X, np.where(X @ rng.standard_normal(134) + 0.5 * rng.standard_normal(968) > 0, 1, 0), 56.0, 5
+
+
+@pytest.mark.parametrize("kind", ["zigzag", "crawl"])
+def test_newton_cg_steps_that_zigzag_or_crawl_hand_their_folds_to_solves(monkeypatch, kind):
+    """The folds' Newton–CG steps together near a hard margin: on make_classification 548 × 289
+    at C = 29 they zigzag (gradient norms between 0.07 and 0.7 for 50 steps), on sparse 968 × 134
+    at C = 56 they crawl (32–50 steps of about 46 products). Each fold leaves them once
+    ``ZIGZAG_STEPS`` steps have not brought its gradient below ``CRAWL_SHARE`` of its smallest
+    before them (d̃ ≤ ``CRAWL_MAX_DIM``, where its own semismooth Newton is cheap), and its solve
+    reaches the exact refit's score."""
+    X, y, C, folds = _hard_margin_data(kind)
     steps, take = {}, glru_cv._Engine._newton_cg_steps
     def spy(self, pending, *args):
         for k, *_ in pending:
             steps[k] = steps.get(k, 0) + 1
         return take(self, pending, *args)
     monkeypatch.setattr(glru_cv._Engine, "_newton_cg_steps", spy)
-    cv = StratifiedKFold(10)
-    scores = cross_val_score(LinearSVC(C=29.0), X, y, cv=cv)
-    assert len(steps) == 10 and max(steps.values()) < 2 * glru_cv.ZIGZAG_STEPS < glru_cv.CHORD_MAX_STEPS
-    np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X, y, 29.0, cv))
+    cv = StratifiedKFold(folds)
+    scores = cross_val_score(LinearSVC(C=C), X, y, cv=cv)
+    assert X.shape[1] + 1 <= glru_cv.CRAWL_MAX_DIM
+    assert len(steps) == folds and max(steps.values()) < 2 * glru_cv.ZIGZAG_STEPS < glru_cv.CHORD_MAX_STEPS
+    dense = X.toarray() if sp.issparse(X) else X
+    np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(dense, y, C, cv))
 
 
 @settings(max_examples=60, deadline=None)
