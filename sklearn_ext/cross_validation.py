@@ -532,8 +532,9 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
     penalty = model.penalty_for(X.shape[0])
     # as the folds are solved (glru.fold_refit.fold_method): Newton steps with the Hessian formed where it is cheap
     # (w8a standardized 0.8 s against 1.9 s by Newton–CG until its products ran out), and the squared hinge's dual
-    # with few rows a feature (make_classification 721 × 1270, StandardScaler + LinearSVC(C=0.278), 5-fold: its full
-    # fit 0.58 s by trust-region Newton–CG, whose steps zigzag there, and LIBLINEAR's primal after it)
+    # (or semismooth Newton's whole steps, where they pay) with few rows a feature (make_classification 721 × 1270,
+    # StandardScaler + LinearSVC(C=0.278), 5-fold: its full fit 0.58 s by trust-region Newton–CG, whose steps zigzag
+    # there, and LIBLINEAR's primal after it)
     method = fold_method(Problem(X, codes, model.loss, penalty, model.fit_intercept))
 
     def solved(c):  # one-vs-rest: each class against the rest

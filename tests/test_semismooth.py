@@ -17,7 +17,8 @@ from ._exact import squared_hinge_by_nnls
 
 def _linear_svc_problem(X, y, C):
     """LinearSVC's primal as glru states it: its intercept a column of ones, penalized."""
-    Z = sp.hstack([X, np.ones((X.shape[0], 1))], format="csr") if sp.issparse(X) else np.hstack([X, np.ones((X.shape[0], 1))])
+    ones = np.ones((X.shape[0], 1))
+    Z = sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
     t = np.where(y > 0, 1.0, -1.0)
     return Problem(Z, t, SquaredHinge(), L2(1.0 / (C * X.shape[0])), False), t
 
