@@ -44,7 +44,8 @@ from .anderson import ANDERSON_DEPTH, Anderson
 from .blas import blas_for, single_threaded_blas
 from .bounds import primal_radius, signs_decided, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
-from .costs import DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds, gram_seconds, product_seconds
+from .costs import (BLOCK_ITERATION_SECONDS, DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, factor_seconds,
+                    gram_seconds, product_seconds)
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, enforce_zero_sum, margin_error
 from .fold_steps import FoldBlock, block_columns, forcing_terms, single_precision
@@ -52,8 +53,8 @@ from .held_out import HeldOutOutcome
 from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
-from .semismooth import dual_pieces_apply, pivots_apply
-from .solver import dual_solves, polish, solve, solve_held_out, subsampled_newton
+from .semismooth import PIVOT_ALLOWANCE, dual_pieces_apply, pivots_apply
+from .solver import SEMISMOOTH_CHEAP_DIM, dual_solves, polish, solve, solve_held_out, subsampled_newton
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -269,7 +270,7 @@ class _Engine:
 
     def _run(self, solve_open):
         clock = _Clock()
-        hub = self._hub()
+        hub = self.hub = self._hub()
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         self.xt_norms = np.sqrt(self.checker.row_norms ** 2 + self.fit_intercept)  # ‖x̃_i‖
@@ -314,7 +315,7 @@ class _Engine:
             open_folds = [k for k in open_folds if self._open(outcomes[k])]
         if open_folds:
             self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
-            solved = self._solve(open_folds, self.work_X, [centres[k] for k in open_folds])
+            solved = self._solve(open_folds, self.work_X, self._starts(open_folds, [centres[k] for k in open_folds]))
             for k, (outcome, _, _) in zip(open_folds, self._certify(open_folds, solved, thorough=True)):
                 outcome.solved = True
                 outcomes[k] = outcome
@@ -419,6 +420,8 @@ class _Engine:
         # per fold: its reference margins u (None: the full fit's; see :meth:`_moved`), changed
         # where the fold's reference Hessian is refreshed, and how often it was
         self.references, self.refreshes = [None] * len(self.folds), [0] * len(self.folds)
+        # per fold, of its active-set refreshes: the fewest rows changed, and the refreshes left past it
+        self.fewest_changed, self.allowances = [np.inf] * len(self.folds), [PIVOT_ALLOWANCE] * len(self.folds)
         origin = (self.steps.z[:-1], self.steps.z[-1]) if self.fit_intercept else (self.steps.z, 0.0)
         for fold, dropped in zip(self.folds, self.dropped):
             strength = fold.n_train * self.penalty_for(fold.n_train).lam
@@ -583,7 +586,8 @@ class _Engine:
         ``margins`` differs from its reference's (rows that crossed a kink), so that the next
         step is an exact Newton step (semismooth Newton, as LIBLINEAR's primal solvers); once
         no row crosses, it lands on the fold's optimum, to rounding. Only fold solvers factored
-        directly are updated (not Woodbury ones). Returns whether it was refreshed."""
+        directly are updated (not Woodbury ones), and only while the exchanges settle
+        (:meth:`_exchanges_settle`). Returns whether it was refreshed."""
         solver = self.fold_solvers[k]
         if np.isfinite(self.loss.self_concordance) or solver.upper is None or self.refreshes[k] >= MAX_ACTIVE_SET_REFRESHES:
             return False
@@ -594,7 +598,21 @@ class _Engine:
         change = self.loss.second_derivative(self.y, margins) - reference
         change[self.dropped[k]] = 0.0
         rows = np.flatnonzero(change)
-        return rows.size > 0 and self._update_reference(k, rows, margins, change[rows])
+        return rows.size > 0 and self._exchanges_settle(k, rows.size) and \
+            self._update_reference(k, rows, margins, change[rows])
+
+    def _exchanges_settle(self, k, changed):
+        """Whether fold k's semismooth chord steps still settle, as :func:`glru.semismooth._pivot`
+        judges its whole steps: ``changed`` rows crossed a kink since the last refresh, fewer than
+        ever before, or within ``PIVOT_ALLOWANCE`` refreshes of the last such record. With many
+        rows a feature the exchanges do not settle: LinearSVC(C=75) on sparse 1192 × 146, 5-fold,
+        took the 20 refreshes allowed a fold, its active rows swinging between 120 and 700, and
+        ended at objectives 14–340 times the full fit's."""
+        if changed < self.fewest_changed[k]:
+            self.fewest_changed[k], self.allowances[k] = changed, PIVOT_ALLOWANCE
+            return True
+        self.allowances[k] -= 1
+        return self.allowances[k] >= 0
 
     def _update_reference(self, k, rows, margins, change):
         """Add the curvature ``change`` of the training ``rows`` to fold k's factored Hessian (their
@@ -690,6 +708,27 @@ class _Engine:
             return ~(upper - lower <= VALUE_RTOL * np.maximum(1.0, np.abs(values)))
         return ~signs_decided(lower, upper)
 
+    def _starts(self, indices, centres):
+        """Where the folds ``indices`` are solved from: each its centre, or the full fit where
+        the fold's objective is lower there. A centre ends steps taken with a Hessian frozen
+        elsewhere (a Newton step from the full fit, chord steps), which overshoot where the
+        fold's own Hessian is far from it: near-separable data at a large C, where the rows a
+        fold leaves out held much of the curvature. LogisticRegression(C=32) on make_classification
+        241 × 122, 5-fold: its centres had objectives of 1200–2400 (‖w‖ about 3000), the full fit
+        0.013, and each fold's solve took about 250 steps from there; LinearSVC(C=75) on sparse
+        1192 × 146: 0.07–1.8 against 0.005."""
+        if not self.newton or self.fold_method == "liblinear-dual":  # (the dual starts cold)
+            return centres
+        folds = [self.folds[k] for k in indices]
+        dropped = [self.dropped[k] for k in indices]
+        penalties = [self.penalty_for(f.n_train) for f in folds]
+        to_X = self.span.coef if self.span is not None else None
+        at_centres = self.checker.objectives(folds, dropped, penalties, [c for c, _ in centres],
+                                             [b for _, b in centres], to_X)
+        at_hub = self.checker.objectives(folds, dropped, penalties, [self.hub[0]] * len(indices),
+                                         [self.hub[1]] * len(indices), to_X)
+        return [c if value <= hub else self.hub for c, value, hub in zip(centres, at_centres, at_hub)]
+
     def _solve(self, indices, data, centres, stop_early=True):
         """Solve the folds from the centres through joblib; with ``stop_early`` (and labels
         needed) each stops once its held-out signs are certified (Remark 3)."""
@@ -743,6 +782,8 @@ class _Engine:
         per_gradient, gradient_at = {}, {}
         gradient_norms = {}  # of the folds taking chord steps, at the point of their last step
         newton_norms = {}  # of the folds taking Newton–CG steps, their gradient norms so far
+        # of those, the estimated cost of their steps so far, and what a solve would cost (see _hands_over)
+        self.newton_cg_seconds, self.solve_seconds = {}, self._solve_seconds()
         for _ in range(CHORD_MAX_STEPS):
             if not active:
                 break
@@ -778,7 +819,7 @@ class _Engine:
                     gradient_at[k] = np.linalg.norm(gradient)
                     if newton[k] is None and k not in previous and np.isfinite(radii[k][0]):
                         per_gradient[k] = radii[k][0] / gradient_at[k]  # certified at this centre
-                    if k not in polishing and self._zigzags(newton_norms.setdefault(k, []), gradient_at[k]):
+                    if k not in polishing and self._hands_over(k, newton_norms.setdefault(k, []), gradient_at[k]):
                         finished.append(k)  # a solve takes over from here
                         continue
                     pending.append((k, z, gradient, margins))
@@ -841,24 +882,34 @@ class _Engine:
             active, fresh = list(moves), set()
         return at_centres
 
-    def _zigzags(self, norms, norm):
-        """Whether a fold's Newton–CG steps, whose gradient norms before this one's were ``norms``
-        (appended to), zigzag or crawl: on a piecewise quadratic loss, the last ``ZIGZAG_STEPS``
-        steps have not brought its gradient below ``ZIGZAG_SHARE`` of the smallest before them,
-        or, where the fold's own semismooth Newton is cheap (d̃ ≤ ``CRAWL_MAX_DIM``), below
-        ``CRAWL_SHARE`` of it. Near a hard margin each step overshoots the kinks of rows the
-        last one moved: LinearSVC(C=29) on dense 548 × 289, 10-fold, took the 50 steps allowed
-        a fold, its gradient norm between 0.07 and 0.7, then its solve: 0.76 s in all, 0.19 s
-        stopped so (8–14 steps a fold), 0.18 s stopped as crawling (8). On sparse 968 × 134 at
-        C = 56 (5-fold) the norm fell steadily but slowly, 32–50 steps a fold of about 46 Hessian
-        products each: 0.21 s, 0.08 s stopped as crawling. On dense 2000 × 500 (C = 1) the norm falls a third
-        every 8 steps, and the steps go on: stopped as crawling there, at C = 0.1, the folds'
-        solves (d̃³ factorizations) took 0.34 s where the steps took 0.21 s."""
+    def _hands_over(self, k, norms, norm):
+        """Whether fold k, whose Newton–CG steps had gradient norms ``norms`` before this one's
+        (appended to), leaves them for a solve, on a piecewise quadratic loss: where they zigzag,
+        the last ``ZIGZAG_STEPS`` steps not having brought its gradient below ``ZIGZAG_SHARE``
+        of the smallest before them, or where they have cost more than the fold's own semismooth
+        Newton solve is estimated to (:meth:`_solve_seconds`): the rule of the ski-rental
+        problem, by which the steps never cost much more than the solve that could have replaced
+        them, nor the solve much more than the steps it replaces. Near a hard margin each step overshoots the kinks of rows the last one
+        moved: LinearSVC(C=29) on dense 548 × 289, 10-fold, took the 50 steps allowed a fold,
+        its gradient norm between 0.07 and 0.7, then its solve: 0.76 s in all, 0.19 s stopped
+        so (8–14 steps a fold). On sparse 968 × 134 at C = 56 (5-fold, 2.9 values a row) the
+        norm fell steadily but slowly, 32–50 steps a fold of about 46 Hessian products each,
+        where the fold's semismooth solve takes 1–2 ms: 0.11 s, 0.05 s stopped by cost after
+        5–6 steps (their Python overhead, ``BLOCK_ITERATION_SECONDS`` a conjugate-gradient
+        iteration, outweighs products of 3000 values)."""
         norms.append(norm)
-        if np.isfinite(self.loss.self_concordance) or len(norms) <= ZIGZAG_STEPS:
+        if np.isfinite(self.loss.self_concordance):
             return False
-        share = CRAWL_SHARE if self.work_X.shape[1] + self.fit_intercept <= CRAWL_MAX_DIM else ZIGZAG_SHARE
-        return min(norms[-ZIGZAG_STEPS:]) > share * min(norms[:-ZIGZAG_STEPS])
+        if self.newton_cg_seconds.get(k, 0.0) > self.solve_seconds:
+            return True
+        return len(norms) > ZIGZAG_STEPS and min(norms[-ZIGZAG_STEPS:]) > ZIGZAG_SHARE * min(norms[:-ZIGZAG_STEPS])
+
+    def _solve_seconds(self):
+        """A fold's solve, estimated where it is semismooth Newton (:func:`_semismooth_seconds`),
+        else infinite (trust-region Newton–CG, LIBLINEAR: nothing to weigh)."""
+        dim = self.work_X.shape[1] + self.fit_intercept
+        semismooth = self.fold_method == "semismooth" or self.fold_method == "auto" and dim <= SEMISMOOTH_CHEAP_DIM
+        return _semismooth_seconds(self.work_X, self.fit_intercept) if semismooth else np.inf
 
     def _newton_cg_applies(self, k):
         """Whether fold k may leave its chord steps for Newton–CG steps (:meth:`_newton_cg_steps`):
@@ -924,6 +975,11 @@ class _Engine:
         forcing[polishing_now] = np.maximum(forcing[polishing_now], POLISH_FORCING)
         S = block.newton_steps(G, forcing)
         newton.update(zip(ks, zip(norms, forcing)))
+        # (a step's gradient and line search cost about STEP_ITERATIONS iterations more)
+        per_iteration = 2 * product_seconds(self.X) + BLOCK_ITERATION_SECONDS / len(ks)
+        for k, iterations in zip(ks, block.cg_iterations):
+            self.newton_cg_seconds[k] = self.newton_cg_seconds.get(k, 0.0) + \
+                (iterations + STEP_ITERATIONS) * per_iteration
         polish = -np.einsum("ij,ij->j", G, S) <= 4 * EPS * np.abs(block.objective)
         S *= np.where(polish, 1.0, block.line_search(S, G))
         for j, (k, z, _, margins) in enumerate(going):
@@ -955,8 +1011,8 @@ HUB_TOL = 1e-1  # relative gap of the rough full fit that the chord steps then p
 DECREMENT_SHARE = 1e-2  # the polish of the full fit stops at a Newton decrement of this share of its gap
 CHORD_MAX_STEPS = 50
 CHORD_CONTRACTION = 0.5  # each chord step must be at most half the previous one
-ZIGZAG_STEPS, ZIGZAG_SHARE = 8, 0.9  # see _Engine._zigzags
-CRAWL_SHARE, CRAWL_MAX_DIM = 0.1, 300  # (the same)
+ZIGZAG_STEPS, ZIGZAG_SHARE = 8, 0.9  # see _Engine._hands_over
+STEP_ITERATIONS = 3  # a Newton–CG step's gradient and line search, in conjugate-gradient iterations
 NEEDED_SHARE = 0.5  # of the radius the held-out signs need, that a Newton–CG step aims at
 POLISH_FORCING = 1e-2  # of a fold's Newton–CG steps at rounding level (see _Engine._newton_cg_steps)
 # a fold's reference Hessian is refreshed, at the rows moved by more than REFERENCE_SHIFT and at most
@@ -1060,9 +1116,13 @@ def _semismooth_pays_off(X, fit_intercept):
     Measured a fold, semismooth / dual: dense 2000 × 500 0.24 / 0.65 s, madelon.t (dense
     600 × 500, standardized) 0.06–0.10 / 0.22 s; sparse 4000 × 2000 (5 %) 1.9 / 0.23 s, sparse
     2000 × 5000 (2 %) 8.3 / 0.05 s."""
-    dim = X.shape[1] + fit_intercept
-    semismooth = gram_seconds(X) + SEMISMOOTH_STEPS * factor_seconds(dim)
-    return semismooth <= DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
+    return _semismooth_seconds(X, fit_intercept) <= DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
+
+
+def _semismooth_seconds(X, fit_intercept):
+    """A semismooth Newton solve of a fold of X's rows: its Gram matrix and ``SEMISMOOTH_STEPS``
+    d̃ × d̃ factorizations."""
+    return gram_seconds(X) + SEMISMOOTH_STEPS * factor_seconds(X.shape[1] + fit_intercept)
 
 
 def pivots_pay_off(problem, coef=None):
@@ -1207,6 +1267,17 @@ class _FoldChecker:
                 G = np.vstack([G, slopes.sum(axis=0)])
             for j in range(G.shape[1]):
                 yield G[:, j], U[:, j], slopes[:, j]
+
+    def objectives(self, folds, dropped, penalties, coefs, intercepts, to_X=None):
+        """Each fold's objective (mean form) at its point, in order; ``to_X`` as for
+        :meth:`certificates`."""
+        out = []
+        for part, W, b, U in self._margin_blocks(coefs, intercepts, to_X):
+            values = self.loss.value(self.y[:, None], U)
+            for j, (rows, fold, penalty) in enumerate(zip(dropped[part], folds[part], penalties[part])):
+                values[rows, j] = 0.0
+                out.append(values[:, j].sum() / fold.n_train + penalty.value(W[:, j]))
+        return out
 
     def certificates(self, folds, penalties, coefs, intercepts, to_X=None):
         """(Certificate, GapEvaluation, held-out decision values) for each fold, in order.

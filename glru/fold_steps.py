@@ -123,6 +123,8 @@ class FoldBlock:
         or where a direction has no curvature left): conjugate gradients on all columns at once,
         each iteration one product of the columns still running with X̃ and one with X̃ᵀ,
         preconditioned where the block has a :class:`FoldPreconditioner` (the full fit's Hessian).
+        ``cg_iterations`` then counts, per column, the iterations it took part in (what its step
+        cost: see :meth:`glru.cross_validation._Engine._hands_over`).
         Not otherwise: the folds' frozen factorizations (Woodbury downdates of the full fit's
         Hessian) cost as much to apply as a product with X on madelon and saved too few
         iterations where these steps are needed (their Hessians are far from the frozen one):
@@ -135,6 +137,7 @@ class FoldBlock:
         S = np.zeros_like(G)
         R = -G
         goal = forcing * np.linalg.norm(G, axis=0)
+        self.cg_iterations = np.zeros(G.shape[1], dtype=int)  # per column: the products it took part in
         # float32 products are off by about √d̃·u₃₂ of their size (terms of random signs): enough
         # for a residual ROUGH_MARGIN times larger (the early, coarse steps), twice as fast
         rough = self.rough is not None and forcing.min() >= ROUGH_MARGIN * np.sqrt(G.shape[0]) * FLOAT32_EPS
@@ -148,6 +151,7 @@ class FoldBlock:
             for _ in range(CG_MAX_ITER):
                 if not running.any():
                     break
+                self.cg_iterations += running
                 if running.all():  # (no copies of the block's columns)
                     HD = self.hessian_times(D, slice(None), rough)
                 else:  # the products of the columns still running only

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from .duality import EPS
 from .losses import SquaredHinge
-from .newton_centres import augmented_rows
+from .newton_centres import augmented_rows, weighted_gram
 
 ROOT_STEPS = 40  # evaluations of φ' at most in a line search (regula falsi, Illinois)
 SLOPE_SHARE = 1e-6  # of |φ'(0)| that |φ'(t)| must fall to: φ' is piecewise linear, a few evaluations
@@ -246,11 +246,20 @@ def _updated(hessian, problem, changed, new, old):
 
 
 def _add_rows(hessian, problem, rows, weights):
-    """hessian += X̃_Rᵀ diag(weights) X̃_R for a few rows R, as one dense product: the d̃ × d̃ passes
-    of :func:`weighted_gram` (a zeroed buffer, its triangle mirrored) cost more than the product
-    of 10–20 rows, what a step changes."""
-    block = augmented_rows(problem.X, rows, problem.fit_intercept)
-    hessian += block.T @ (weights[:, None] * block)
+    """hessian += X̃_Rᵀ diag(weights) X̃_R for rows R: up to ``FEW_ROWS`` as one dense product, for
+    which the d̃ × d̃ passes of :func:`weighted_gram` (a zeroed buffer, its triangle mirrored) cost
+    more than the product of 10–20 rows, what a step near the optimum changes; more by
+    :func:`weighted_gram`, which keeps sparse rows sparse. Made dense, the 1000–5000 rows a step
+    of a cold solve changes cost 40 times more: LinearSVC's full fit on sparse Gaussian
+    20000 × 500 (5 %) took 0.21 s, 0.15 s of it in these products."""
+    if rows.size <= FEW_ROWS:
+        block = augmented_rows(problem.X, rows, problem.fit_intercept)
+        hessian += block.T @ (weights[:, None] * block)
+    else:
+        hessian += weighted_gram(problem.X, weights, problem.fit_intercept, rows)
+
+
+FEW_ROWS = 32
 
 
 def _line_search(problem, z, step, slope):

@@ -1135,22 +1135,86 @@ def test_newton_cg_steps_that_zigzag_or_crawl_hand_their_folds_to_solves(monkeyp
     """The folds' Newton–CG steps together near a hard margin: on make_classification 548 × 289
     at C = 29 they zigzag (gradient norms between 0.07 and 0.7 for 50 steps), on sparse 968 × 134
     at C = 56 they crawl (32–50 steps of about 46 products). Each fold leaves them once
-    ``ZIGZAG_STEPS`` steps have not brought its gradient below ``CRAWL_SHARE`` of its smallest
-    before them (d̃ ≤ ``CRAWL_MAX_DIM``, where its own semismooth Newton is cheap), and its solve
-    reaches the exact refit's score."""
+    ``ZIGZAG_STEPS`` steps have not brought its gradient below ``ZIGZAG_SHARE`` of its smallest
+    before them, or once they have cost more than its own semismooth solve is estimated to: the
+    crawling folds leave by cost, before the zigzag rule could judge them. Each solve reaches the
+    exact refit's score."""
     X, y, C, folds = _hard_margin_data(kind)
     steps, take = {}, glru_cv._Engine._newton_cg_steps
     def spy(self, pending, *args):
         for k, *_ in pending:
             steps[k] = steps.get(k, 0) + 1
         return take(self, pending, *args)
+    by_cost, hands_over = {}, glru_cv._Engine._hands_over
+    def judged(self, k, norms, norm):
+        leaves = hands_over(self, k, norms, norm)
+        if leaves:
+            by_cost[k] = self.newton_cg_seconds.get(k, 0.0) > self.solve_seconds
+        return leaves
     monkeypatch.setattr(glru_cv._Engine, "_newton_cg_steps", spy)
+    monkeypatch.setattr(glru_cv._Engine, "_hands_over", judged)
     cv = StratifiedKFold(folds)
     scores = cross_val_score(LinearSVC(C=C), X, y, cv=cv)
-    assert X.shape[1] + 1 <= glru_cv.CRAWL_MAX_DIM
-    assert len(steps) == folds and max(steps.values()) < 2 * glru_cv.ZIGZAG_STEPS < glru_cv.CHORD_MAX_STEPS
+    assert len(steps) == len(by_cost) == folds
+    assert max(steps.values()) < 2 * glru_cv.ZIGZAG_STEPS < glru_cv.CHORD_MAX_STEPS
+    if kind == "crawl":
+        assert all(by_cost.values()) and max(steps.values()) <= glru_cv.ZIGZAG_STEPS
     dense = X.toarray() if sp.issparse(X) else X
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(dense, y, C, cv))
+
+
+def test_folds_start_from_the_full_fit_where_their_centres_overshoot(monkeypatch):
+    """Near-separable logistic regression at a large C: the folds' centres (chord steps with a
+    Hessian frozen at the full fit) overshoot to objectives thousands of times the full fit's, and
+    each fold's solve starts from the full fit instead, where its objective is lower; wherever
+    it starts from its centre, the centre's objective is the lower. The scores are the exact
+    refits'."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=241, n_features=122, n_informative=61, random_state=885)
+    chosen, starts = [], glru_cv._Engine._starts
+    def spy(self, indices, centres):
+        out = starts(self, indices, centres)
+        args = ([self.folds[k] for k in indices], [self.dropped[k] for k in indices],
+                [self.penalty_for(self.folds[k].n_train) for k in indices])
+        at_centres = self.checker.objectives(*args, [c for c, _ in centres], [b for _, b in centres])
+        at_hub = self.checker.objectives(*args, [self.hub[0]] * len(indices), [self.hub[1]] * len(indices))
+        chosen.extend((start is self.hub, centre, hub) for start, centre, hub in zip(out, at_centres, at_hub))
+        return out
+    monkeypatch.setattr(glru_cv._Engine, "_starts", spy)
+    estimator, cv = LogisticRegression(C=32.3), StratifiedKFold(5)
+    scores = cross_val_score(estimator, X, y, cv=cv)
+    assert chosen and any(from_hub for from_hub, _, _ in chosen)
+    for from_hub, at_centre, at_hub in chosen:
+        assert (at_hub < at_centre) if from_hub else (at_centre <= at_hub)
+    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
+
+
+def test_semismooth_chord_steps_stop_refreshing_when_their_exchanges_do_not_settle(monkeypatch):
+    """LinearSVC at a large C on sparse data with 8 rows a feature: each refresh of a fold's
+    factored Hessian (a whole semismooth Newton step) exchanges hundreds of rows, and their
+    number does not keep falling. A fold stops refreshing ``PIVOT_ALLOWANCE`` refreshes after
+    its last record (the fewest rows exchanged), long before ``MAX_ACTIVE_SET_REFRESHES``;
+    the scores are those of exact refits."""
+    rng = np.random.default_rng(3)
+    X = sp.random(1192, 146, density=0.14, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(146) + 0.5 * rng.standard_normal(1192) > 0, 1, 0)
+    exchanged, settle = {}, glru_cv._Engine._exchanges_settle
+    def spy(self, k, changed):
+        verdict = settle(self, k, changed)
+        exchanged.setdefault(k, []).append((changed, verdict))
+        return verdict
+    monkeypatch.setattr(glru_cv._Engine, "_exchanges_settle", spy)
+    cv = StratifiedKFold(5)
+    scores = cross_val_score(LinearSVC(C=75.0), X, y, cv=cv)
+    assert len(exchanged) == 5
+    for history in exchanged.values():
+        counts = [changed for changed, _ in history]
+        verdicts = [verdict for _, verdict in history]
+        assert len(history) < glru_cv.MAX_ACTIVE_SET_REFRESHES and not verdicts[-1]
+        last_record = max(i for i, c in enumerate(counts) if c < min(counts[:i], default=np.inf))
+        assert verdicts == [i <= last_record + glru_cv.PIVOT_ALLOWANCE for i in range(len(counts))]
+    np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X.toarray(), y, 75.0, cv))
 
 
 @settings(max_examples=60, deadline=None)

@@ -113,6 +113,9 @@ def test_coarse_forcing_leaves_the_residual_it_allows():
     residuals = np.linalg.norm(block.hessian_times(S) + G, axis=0)
     assert np.all(residuals <= forcing * np.linalg.norm(G, axis=0) * (1 + 1e-9))
     assert residuals[0] > residuals[2]  # the coarse column stopped early
+    # each column's count of the iterations it took part in: fewer for the coarse one
+    iterations = block.cg_iterations
+    assert 1 <= iterations[0] < iterations[1] <= iterations[2] <= fold_steps.CG_MAX_ITER
 
 
 @pytest.mark.parametrize("sparse", [False, True])
