@@ -38,8 +38,8 @@ question is already answered (the paper's Remark 3).
   the signs are right; the duality gap decides when to stop either way.
 
 ``method="auto"`` picks the elastic-net path when kappa > 0, semismooth Newton for a piecewise
-quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`), and
-trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py`` (numbers in
+quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`) and the start is
+warm, and trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py`` (numbers in
 ``docs/benchmarks.md``) — with a budget of Hessian-vector products, past which damped Newton
 steps with the Hessian formed and factored take over (``"formed-newton"``, the steps of
 ``"semismooth"`` on a smooth loss; :func:`_products_budget`): on ill-conditioned data
@@ -108,10 +108,10 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
     if not tol > 0:
         raise ValueError(f"tol must be > 0, got {tol!r}.")
     auto = method == "auto"
-    if auto:
-        method = _auto_method(problem)
     coef = np.zeros(problem.d) if coef_init is None else np.array(coef_init, dtype=float)
     intercept = float(intercept_init) if problem.fit_intercept else 0.0
+    if auto:
+        method = _auto_method(problem, cold=not (np.any(coef) or intercept))
     if method == "liblinear":
         if not _liblinear_applies(problem):
             raise ValueError("method='liblinear' needs an L2 penalty and a logistic, squared_hinge or squared loss.")
@@ -138,7 +138,7 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
                          max_products=_products_budget(problem) if auto else None)
 
 
-def _auto_method(problem):
+def _auto_method(problem, cold):
     # measured (docs/benchmarks.md): trust-region Newton is faster than LIBLINEAR's own (primal)
     # trust-region Newton through its Python binding in 40 of 44 cold and 40 of 44 warm
     # configurations (all logistic ones). LIBLINEAR's dual coordinate descent beats both on cold
@@ -146,10 +146,14 @@ def _auto_method(problem):
     # and it visits the rows in the order of C's rand(), so two equal calls stop at different
     # points within the tolerance; callers that certify or polish what it returns ask for it.
     # Semismooth Newton where its factorizations are cheap (:func:`_semismooth_by_default`), for
-    # larger d̃ where callers can weigh them against the data's size (glru.cross_validation)
+    # larger d̃ where callers can weigh them against the data's size (glru.cross_validation); from
+    # a cold start only after trust-region Newton has spent its products (_products_budget): from
+    # 0 each of its steps moves thousands of rows across their kinks, and their Gram matrices cost
+    # what a hundred products do (LinearSVC on sparse Gaussian 20000 × 500 (2 %): 0.107 s, 9 steps;
+    # trust-region Newton 0.033 s, 11 iterations)
     if problem.penalty.kappa > 0:
         return "l-bfgs-b"
-    return "semismooth" if _semismooth_by_default(problem) else "newton"
+    return "semismooth" if _semismooth_by_default(problem) and not cold else "newton"
 
 
 def _semismooth_by_default(problem):

@@ -81,3 +81,23 @@ def test_damped_steps_take_over_where_whole_steps_cycle():
     z, _ = _solve(problem)
     exact = squared_hinge_by_nnls(problem.X, t, 1.0)
     np.testing.assert_allclose(problem.X @ z, problem.X @ exact, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("changed", [5, 400])
+def test_hessian_updates_equal_the_hessian_formed_afresh(sparse, fit_intercept, changed):
+    """The Hessian corrected by the rows whose curvature changed, a few by one dense product or
+    many by :func:`glru.newton_centres.weighted_gram` (sparse rows kept sparse), is the Hessian
+    formed at the new curvatures, to rounding."""
+    rng = np.random.default_rng(changed)
+    X = sp.random(2000, 40, density=0.1, format="csr", random_state=rng) if sparse else rng.standard_normal((2000, 40))
+    problem = Problem(X, np.where(rng.random(2000) < 0.5, 1.0, -1.0), SquaredHinge(), L2(1e-3), fit_intercept)
+    old = (rng.random(2000) < 0.5) / 2000.0
+    rows = np.sort(rng.choice(2000, changed, replace=False))
+    new = old.copy()
+    new[rows] = np.where(old[rows] > 0, 0.0, 1 / 2000.0)
+    assert changed <= semismooth.REFORM_SHARE * 2000  # corrected, not formed again
+    updated = semismooth._updated(problem.hessian(old), problem, rows, new, old)
+    expected = problem.hessian(new)
+    np.testing.assert_allclose(updated, expected, rtol=0, atol=1e-12 * np.abs(expected).max())

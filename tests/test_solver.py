@@ -201,12 +201,16 @@ def test_warns_when_max_iter_is_too_small():
 
 def test_auto_follows_the_benchmark():
     """docs/benchmarks.md: trust-region Newton unless kappa > 0, or semismooth Newton for a
-    piecewise quadratic loss where its factorizations are cheap (dual coordinate descent, faster
-    on cold squared-hinge fits, is only taken when asked for: its row order is random)."""
+    piecewise quadratic loss where its factorizations are cheap, from a warm start (from a cold
+    one, trust-region Newton within its budget of products); dual coordinate descent, faster on
+    cold squared-hinge fits, is only taken when asked for: its row order is random."""
     X, y = random_problem(13, 60, 4, "logistic")
     assert glru.fit(X, y, lam=0.1).solver_ == "newton"
-    assert glru.fit(X, y, loss="squared_hinge", lam=0.1).solver_ == "semismooth"
-    assert glru.fit(X, y, loss="smoothed_hinge", lam=0.1).solver_ == "semismooth"
+    for loss in ("squared_hinge", "smoothed_hinge"):
+        cold = glru.fit(X, y, loss=loss, lam=0.1)
+        assert cold.solver_ == "newton"
+        warm = glru.fit(X, y, loss=loss, lam=0.05, coef_init=cold.coef_, intercept_init=cold.intercept_)
+        assert warm.solver_ == "semismooth"
     assert glru.fit(X, y, lam=0.1, kappa=0.01).solver_ == "l-bfgs-b"
     wide, y = random_problem(13, 60, SEMISMOOTH_CHEAP_DIM + 1, "logistic", sparse=True, density=0.02)
     assert glru.fit(wide, y, loss="squared_hinge", lam=0.1).solver_ == "newton"
@@ -274,8 +278,8 @@ def scaled_problem(seed, n, d, sparse):
 def test_squared_hinge_on_badly_scaled_columns_converges(seed, method):
     """Trust-region Newton and then LIBLINEAR's primal Newton stopped at relative gaps of 0.01
     to 0.6 on 5 of these 6 (1000 iterations); LIBLINEAR's dual crawls on such columns and, at
-    its iteration limit, switches to that primal Newton. Semismooth Newton (the default here,
-    and the dual's finish) converges in a few steps."""
+    its iteration limit, switches to that primal Newton. Semismooth Newton (the default's finish
+    once trust-region Newton has spent its products, and the dual's) converges in a few steps."""
     X, y = scaled_problem(seed, 24, 155, seed % 2 == 0)
     fit = glru.fit(X, y, loss="squared_hinge", lam=1 / (24 * 5.0), tol=1e-12, solver=method)
     assert fit.converged_ and fit.relative_gap() <= 1e-12 and "semismooth" in fit.solver_
