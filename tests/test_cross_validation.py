@@ -759,9 +759,10 @@ def test_tasks_a_fold_make_newton_centres_only_where_they_pay_off(monkeypatch, e
     """Where each fold goes to a joblib task of its own (``together_here`` false: a backend that
     reaches other machines), the folds take no Newton–CG steps together: those without Newton
     centres are each solved in a task, and centres are made only where ``_centres_pay_off`` says
-    so (forced, they took 2–9 times as long on shapes where they do not). Either way, the exact
-    refits' scores."""
+    so (forced, they took 2–9 times as long on shapes where they do not; LIBLINEAR near a hard
+    margin is ruled out here). Either way, the exact refits' scores."""
     monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: pays_off)
+    monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
     monkeypatch.setattr(glru_cv, "together_here", lambda n_jobs: False)
     made, centres = [], glru_cv._Engine._newton_centres
     monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: made.append(1) or centres(self))
@@ -1138,7 +1139,9 @@ def test_newton_cg_steps_that_zigzag_or_crawl_hand_their_folds_to_solves(monkeyp
     ``ZIGZAG_STEPS`` steps have not brought its gradient below ``ZIGZAG_SHARE`` of its smallest
     before them, or once they have cost more than its own semismooth solve is estimated to: the
     crawling folds leave by cost, before the zigzag rule could judge them. Each solve reaches the
-    exact refit's score."""
+    exact refit's score. (The sparse rows would go to LIBLINEAR near a hard margin: ruled out here,
+    as for dense rows.)"""
+    monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
     X, y, C, folds = _hard_margin_data(kind)
     steps, take = {}, glru_cv._Engine._newton_cg_steps
     def spy(self, pending, *args):
@@ -1161,6 +1164,29 @@ def test_newton_cg_steps_that_zigzag_or_crawl_hand_their_folds_to_solves(monkeyp
         assert all(by_cost.values()) and max(steps.values()) <= glru_cv.ZIGZAG_STEPS
     dense = X.toarray() if sp.issparse(X) else X
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(dense, y, C, cv))
+
+
+@pytest.mark.parametrize("C, liblinear", [(0.1, False), (75.0, True)])
+def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monkeypatch, C, liblinear):
+    """LinearSVC on sparse 1200 × 150 (8 rows a feature), 5-fold: at C = 75 the full fit has 1.3
+    rows inside its margin a feature, and the folds are each solved by LIBLINEAR's trust-region
+    Newton from it (no centres, no chord steps); at C = 0.1 it has 5.3, and they are not. Either
+    way the scores are those of exact refits."""
+    rng = np.random.default_rng(1350)
+    X = sp.random(1200, 150, density=0.05, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(150) + 0.5 * rng.standard_normal(1200) > 0, 1, 0)
+    asked, solve_held_out = [], glru_cv.solve_held_out
+    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args, **kwargs: asked.append(args[9]) or
+                        solve_held_out(*args, **kwargs))
+    centres, newton_centres = [], glru_cv._Engine._newton_centres
+    monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: centres.append(1) or newton_centres(self))
+    cv = StratifiedKFold(5)
+    scores = cross_val_score(LinearSVC(C=C), X, y, cv=cv)
+    if liblinear:
+        assert asked and set(asked) == {"liblinear"} and not centres
+    else:
+        assert "liblinear" not in asked
+    np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X.toarray(), y, C, cv))
 
 
 def test_folds_start_from_the_full_fit_where_their_centres_overshoot(monkeypatch):
@@ -1195,7 +1221,9 @@ def test_semismooth_chord_steps_stop_refreshing_when_their_exchanges_do_not_sett
     factored Hessian (a whole semismooth Newton step) exchanges hundreds of rows, and their
     number does not keep falling. A fold stops refreshing ``PIVOT_ALLOWANCE`` refreshes after
     its last record (the fewest rows exchanged), long before ``MAX_ACTIVE_SET_REFRESHES``;
-    the scores are those of exact refits."""
+    the scores are those of exact refits. (LIBLINEAR, which takes these folds near a hard margin,
+    is ruled out here, as for dense rows.)"""
+    monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
     rng = np.random.default_rng(3)
     X = sp.random(1192, 146, density=0.14, format="csr", random_state=rng, data_rvs=rng.standard_normal)
     y = np.where(X @ rng.standard_normal(146) + 0.5 * rng.standard_normal(1192) > 0, 1, 0)
@@ -1219,21 +1247,27 @@ def test_semismooth_chord_steps_stop_refreshing_when_their_exchanges_do_not_sett
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), d=st.integers(20, 90), rows_per_feature=st.floats(0.5, 3.0),
-       log_C=st.floats(-1.0, 2.0), folds=st.sampled_from([3, 5, 10]), kind=st.sampled_from(["redundant", "gaussian"]))
+       log_C=st.floats(-1.0, 2.0), folds=st.sampled_from([3, 5, 10]),
+       kind=st.sampled_from(["redundant", "gaussian", "sparse"]))
 def test_property_linear_svc_scores_equal_those_of_exact_dual_refits(seed, d, rows_per_feature, log_C, folds, kind):
     """LinearSVC near and far from a hard margin, its folds by whichever route (LIBLINEAR's dual and
-    its hand-overs, semismooth Newton's whole steps or damped ones, Newton–CG steps together): the
-    scores of refits whose duals SciPy's Lawson–Hanson NNLS solves exactly."""
+    its hand-overs, LIBLINEAR's primal from the full fit, semismooth Newton's whole steps or damped
+    ones, Newton–CG steps together): the scores of refits whose duals SciPy's Lawson–Hanson NNLS
+    solves exactly."""
     from sklearn.datasets import make_classification
 
     n, C = max(2 * folds, int(d * rows_per_feature)), 10.0 ** log_C
+    rng = np.random.default_rng(seed)
     if kind == "redundant":
         X, y = make_classification(n_samples=n, n_features=d, n_informative=d // 2, random_state=seed)
-    else:
-        rng = np.random.default_rng(seed)
+    elif kind == "gaussian":
         X = rng.standard_normal((n, d))
         y = (X @ rng.standard_normal(d) + rng.standard_normal(n) > 0).astype(int)
+    else:
+        X = sp.random(n, d, density=0.1, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+        y = (X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(n) > 0).astype(int)
     if np.bincount(y, minlength=2).min() < folds:
         return
     cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
-    np.testing.assert_array_equal(cross_val_score(LinearSVC(C=C), X, y, cv=cv), _linear_svc_scores_by_nnls(X, y, C, cv))
+    dense = X.toarray() if sp.issparse(X) else X
+    np.testing.assert_array_equal(cross_val_score(LinearSVC(C=C), X, y, cv=cv), _linear_svc_scores_by_nnls(dense, y, C, cv))
