@@ -38,8 +38,8 @@ question is already answered (the paper's Remark 3).
   the signs are right; the duality gap decides when to stop either way.
 
 ``method="auto"`` picks the elastic-net path when kappa > 0, semismooth Newton for a piecewise
-quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`) and the start is
-warm, and trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py`` (numbers in
+quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`) unless the rows
+are sparse, the start cold and no whole steps apply, and trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py`` (numbers in
 ``docs/benchmarks.md``) — with a budget of Hessian-vector products, past which damped Newton
 steps with the Hessian formed and factored take over (``"formed-newton"``, the steps of
 ``"semismooth"`` on a smooth loss; :func:`_products_budget`): on ill-conditioned data
@@ -66,7 +66,7 @@ from .losses import Logistic, Squared, SquaredHinge
 from .newton_centres import NewtonCentres, weighted_gram
 from .penalties import L2
 from .problem import Problem, col_norms_sq
-from .semismooth import applies as _piecewise_quadratic, semismooth_newton
+from .semismooth import applies as _piecewise_quadratic, pivots_apply, semismooth_newton
 
 METHODS = ("auto", "newton", "liblinear", "liblinear-dual", "semismooth", "formed-newton", "l-bfgs-b")
 
@@ -146,14 +146,19 @@ def _auto_method(problem, cold):
     # and it visits the rows in the order of C's rand(), so two equal calls stop at different
     # points within the tolerance; callers that certify or polish what it returns ask for it.
     # Semismooth Newton where its factorizations are cheap (:func:`_semismooth_by_default`), for
-    # larger d̃ where callers can weigh them against the data's size (glru.cross_validation); from
-    # a cold start only after trust-region Newton has spent its products (_products_budget): from
-    # 0 each of its steps moves thousands of rows across their kinks, and their Gram matrices cost
-    # what a hundred products do (LinearSVC on sparse Gaussian 20000 × 500 (2 %): 0.107 s, 9 steps;
-    # trust-region Newton 0.033 s, 11 iterations)
+    # larger d̃ where callers can weigh them against the data's size (glru.cross_validation); on
+    # sparse rows from a cold start with more than a few rows a feature (no whole steps:
+    # pivots_apply) only after trust-region Newton has spent its products (_products_budget): from
+    # 0 each damped step moves thousands of rows across their kinks, and their sparse Gram matrices
+    # cost what a hundred products do (LinearSVC on sparse Gaussian 20000 × 500 (5 %): 0.107 s in
+    # 9 steps; trust-region Newton 0.033 s, 11 iterations). Dense rows' Gram matrices go by BLAS
+    # at a tenth of that (make_classification 2000 × 400, C = 75: 0.023 s in 7 steps, 0.029 s
+    # the other way); with whole steps, semismooth Newton from 0 is the faster (548 × 289, C = 29:
+    # 14 whole steps, 0.013 s; from trust-region Newton's point 0.049 s)
     if problem.penalty.kappa > 0:
         return "l-bfgs-b"
-    return "semismooth" if _semismooth_by_default(problem) and not cold else "newton"
+    cold_sparse = cold and sp.issparse(problem.X) and not pivots_apply(problem)
+    return "semismooth" if _semismooth_by_default(problem) and not cold_sparse else "newton"
 
 
 def _semismooth_by_default(problem):

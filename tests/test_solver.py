@@ -201,17 +201,21 @@ def test_warns_when_max_iter_is_too_small():
 
 def test_auto_follows_the_benchmark():
     """docs/benchmarks.md: trust-region Newton unless kappa > 0, or semismooth Newton for a
-    piecewise quadratic loss where its factorizations are cheap, from a warm start (from a cold
-    one, trust-region Newton within its budget of products); dual coordinate descent, faster on
-    cold squared-hinge fits, is only taken when asked for: its row order is random."""
+    piecewise quadratic loss where its factorizations are cheap (on sparse rows from a cold
+    start, trust-region Newton within its budget of products, unless whole steps apply: at most
+    two rows a feature); dual coordinate descent, faster on cold squared-hinge fits, is only taken
+    when asked for: its row order is random."""
     X, y = random_problem(13, 60, 4, "logistic")
     assert glru.fit(X, y, lam=0.1).solver_ == "newton"
     for loss in ("squared_hinge", "smoothed_hinge"):
-        cold = glru.fit(X, y, loss=loss, lam=0.1)
+        assert glru.fit(X, y, loss=loss, lam=0.1).solver_ == "semismooth"
+        cold = glru.fit(sp.csr_matrix(X), y, loss=loss, lam=0.1)
         assert cold.solver_ == "newton"
-        warm = glru.fit(X, y, loss=loss, lam=0.05, coef_init=cold.coef_, intercept_init=cold.intercept_)
+        warm = glru.fit(sp.csr_matrix(X), y, loss=loss, lam=0.05, coef_init=cold.coef_, intercept_init=cold.intercept_)
         assert warm.solver_ == "semismooth"
     assert glru.fit(X, y, lam=0.1, kappa=0.01).solver_ == "l-bfgs-b"
+    few, y_few = random_problem(13, 30, 20, "logistic", sparse=True)  # whole steps from 0
+    assert glru.fit(few, y_few, loss="squared_hinge", lam=0.1).solver_ == "semismooth"
     wide, y = random_problem(13, 60, SEMISMOOTH_CHEAP_DIM + 1, "logistic", sparse=True, density=0.02)
     assert glru.fit(wide, y, loss="squared_hinge", lam=0.1).solver_ == "newton"
 
