@@ -11,6 +11,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipeline-shapes      # StandardScaler + LR on the shapes
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --five-fold            # StandardScaler + LR, 5-fold, more shapes
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical              # scikit-learn's own data, defaults
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --svc-rows             # LinearSVC 5-fold, 8-50 rows a feature
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical --only digits   # its rows on digits
 
 K-fold rows report the fastest of ``--repeats`` interleaved runs of each computation (both sides alike,
@@ -175,6 +176,15 @@ def svc_shapes():
         yield seeded_shape(rng, kind, n, d, density, offset=0.3 if kind == "binary" else 0.0, block=d)
 
 
+def svc_row_shapes():
+    """(name, X, y) of seeded sparse Gaussian shapes with 8 to 50 rows a feature (5 % dense), where
+    LinearSVC's folds take Newton centres or Newton–CG steps together, or, near a hard margin,
+    LIBLINEAR's primal from the full fit (glru.cross_validation.primal_pays_off_near_hard_margin)."""
+    rng = np.random.default_rng(11)
+    for n, d in ((1200, 150), (4000, 600), (6000, 400), (8000, 1000), (10000, 200), (20000, 500)):
+        yield seeded_shape(rng, "Gaussian", n, d, 0.05, offset=0.0, block=d)
+
+
 def seeded_shape(rng, kind, n, d, density, offset, block):
     """(name, X, y) drawn from ``rng``: X sparse with Gaussian values ("Gaussian"), binary with
     Zipf-like column frequencies ("binary", drawn ``block`` columns at a time: n × d floats at once
@@ -256,6 +266,9 @@ def main(argv=None):
     parser.add_argument("--typical", action="store_true",
                         help="only scikit-learn's own data at the defaults (LogisticRegression, with a StandardScaler, "
                              "and LinearSVC after one), 5- and 10-fold")
+    parser.add_argument("--svc-rows", action="store_true",
+                        help="only LinearSVC, 5-fold, at C = 0.1, 3 and 75, on the shapes of svc_row_shapes() (8 to 50 "
+                             "rows a feature)")
     parser.add_argument("--only", metavar="TEXT", help="only the rows whose task contains TEXT")
     parser.add_argument("--jobs", type=int, metavar="N", help="n_jobs of glru's and scikit-learn's cross_val_score")
     args = parser.parse_args(argv)
@@ -275,6 +288,12 @@ def main(argv=None):
                 for folds in (5, 10):  # (LIBLINEAR's -v: binary targets only, one-vs-rest is another model)
                     run(f"{name} {folds}-fold, {label}", X, y, estimator, StratifiedKFold(folds),
                         folds if np.unique(y).size == 2 else None, memory=False, repeats=args.repeats)
+        return
+    if args.svc_rows:
+        for name, X, y in svc_row_shapes():
+            for C in (0.1, 3.0, 75.0):
+                run(f"{name} 5-fold, LinearSVC(C={C:g})", X, y, LinearSVC(C=C), StratifiedKFold(5), 5, memory=False,
+                    repeats=args.repeats)
         return
     if args.svc_shapes:
         for name, X, y in svc_shapes():

@@ -894,14 +894,15 @@ class _Engine:
         of the smallest before them, or where they have cost more than the fold's own semismooth
         Newton solve is estimated to (:meth:`_solve_seconds`): the rule of the ski-rental
         problem, by which the steps never cost much more than the solve that could have replaced
-        them, nor the solve much more than the steps it replaces. Near a hard margin each step overshoots the kinks of rows the last one
-        moved: LinearSVC(C=29) on dense 548 × 289, 10-fold, took the 50 steps allowed a fold,
-        its gradient norm between 0.07 and 0.7, then its solve: 0.76 s in all, 0.19 s stopped
-        so (8–14 steps a fold). On sparse 968 × 134 at C = 56 (5-fold, 2.9 values a row) the
-        norm fell steadily but slowly, 32–50 steps a fold of about 46 Hessian products each,
-        where the fold's semismooth solve takes 1–2 ms: 0.11 s, 0.05 s stopped by cost after
-        5–6 steps (their Python overhead, ``BLOCK_ITERATION_SECONDS`` a conjugate-gradient
-        iteration, outweighs products of 3000 values)."""
+        them, nor the solve much more than the steps it replaces. Near a hard margin each step
+        overshoots the kinks of rows the last one moved: LinearSVC(C=29) on dense 548 × 289,
+        10-fold, took the 50 steps allowed a fold, its gradient norm between 0.07 and 0.7, then
+        its solve: 0.76 s in all, 0.19 s stopped so (8–14 steps a fold). On sparse 968 × 134 at
+        C = 56 (5-fold, 2.9 values a row) the norm fell steadily but slowly, 32–50 steps a fold
+        of about 46 Hessian products each, where the fold's semismooth solve takes 1–2 ms: 8–25
+        steps a fold and 0.059 s when they left after eight steps without a tenfold cut, 9–12
+        and 0.040 s stopped by cost (their Python overhead, ``BLOCK_ITERATION_SECONDS`` a
+        conjugate-gradient iteration, outweighs products of 3000 values)."""
         norms.append(norm)
         if np.isfinite(self.loss.self_concordance):
             return False
@@ -1083,7 +1084,8 @@ def primal_pays_off(loss, fit_intercept, X, dropped):
     folds; binary 5000 × 1000 (2 %, Zipf-like columns) 0.78 / 0.99 / 1.09 at 10 / 20 / 50 folds;
     10-fold, Gaussian 4000 × 1000 0.86, 8000 × 1000 1.16. LIBLINEAR keeps rows as sparse nodes:
     on dense 2000 × 500, 10-fold took 6.3 s this way against 1.95 s by the steps together (BLAS)."""
-    return _primal_applies(loss, X, dropped) and X.shape[0] <= PRIMAL_MAX_ROWS_PER_FEATURE * (X.shape[1] + fit_intercept)
+    n, d = X.shape
+    return _primal_applies(loss, X, dropped) and n <= PRIMAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept)
 
 
 def primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
@@ -1094,12 +1096,12 @@ def primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
     Near a hard margin (a large C) the generalized Hessian X̃_IᵀX̃_I + λP of the rows I inside
     the margin is close to singular: the folds' chord steps swing hundreds of rows across the
     margin and back, their Newton–CG steps crawl, and semismooth Newton's damped steps stop at a
-    kink after a few rows. LinearSVC on sparse Gaussian shapes, 5-fold, at C from 0.1 to 75 (the
-    full fit's rows inside the margin a feature; time by the centres or the steps together /
-    by LIBLINEAR from the full fit): 1200 × 150 (5 %) 5.3: 0.94, 2.3: 1.6, 1.4: 3.0, 1.3: 3.1;
-    4000 × 600 (5 %) 3.0: 0.9–1.0, 1.2: 2.4, 1.0: 3.1 and 2.2; 8000 × 1000 (2 %) 3.9: 0.83, 2.0:
-    1.4, 1.2: 3.5, 1.0: 2.1; 6000 × 400 (2 %) 8.6: 0.88, 5.2: 0.94, 3.8: 1.3, 3.6: 2.2; 10000 × 200
-    (5 %) 12–20: 0.6–0.7."""
+    kink after a few rows. LinearSVC, 5-fold, on the sparse Gaussian shapes (5 %) of
+    ``benchmarks/bench_cross_validation.py --svc-rows`` at C = 0.1, 3, 75 (the full fit's rows
+    inside the margin a feature: time by the centres or the steps together / by LIBLINEAR from
+    the full fit): 1200 × 150 5.4: 0.92, 2.5: 1.5, 1.6: 2.7; 4000 × 600 3.1: 0.88, 1.3: 1.9,
+    1.0: 2.3; 8000 × 1000 3.0: 0.83, 1.3: 2.1, 1.0: 2.8; 6000 × 400 6.3: 0.81, 3.0: 1.1, 2.6: 1.0;
+    10000 × 200 12–20: 0.73–0.86; 20000 × 500 8.6–13: 0.64–0.95."""
     curved = np.count_nonzero(problem.loss.second_derivative(problem.y, problem.margins(coef, intercept)))
     return _primal_applies(problem.loss, problem.X, dropped) and \
         curved <= HARD_MARGIN_ROWS_PER_FEATURE * (problem.d + problem.fit_intercept)

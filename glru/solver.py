@@ -39,10 +39,11 @@ question is already answered (the paper's Remark 3).
 
 ``method="auto"`` picks the elastic-net path when kappa > 0, semismooth Newton for a piecewise
 quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`) unless the rows
-are sparse, the start cold and no whole steps apply, and trust-region Newton otherwise — the fastest in ``benchmarks/bench_solvers.py`` (numbers in
-``docs/benchmarks.md``) — with a budget of Hessian-vector products, past which damped Newton
-steps with the Hessian formed and factored take over (``"formed-newton"``, the steps of
-``"semismooth"`` on a smooth loss; :func:`_products_budget`): on ill-conditioned data
+are sparse, the start cold and no whole steps apply, and trust-region Newton otherwise — the
+fastest in ``benchmarks/bench_solvers.py`` (numbers in ``docs/benchmarks.md``) — with a budget
+of Hessian-vector products, past which damped Newton steps with the Hessian formed and factored
+take over (``"formed-newton"``, the steps of ``"semismooth"`` on a smooth loss;
+:func:`_products_budget`): on ill-conditioned data
 (standardized sparse columns) Newton–CG takes thousands of products. A Newton solve whose
 trust region collapses (it happens on piecewise quadratic losses at small lam) is finished by
 semismooth Newton where that is cheap, else by LIBLINEAR where it applies, else by SciPy's

@@ -1270,4 +1270,5 @@ def test_property_linear_svc_scores_equal_those_of_exact_dual_refits(seed, d, ro
         return
     cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
     dense = X.toarray() if sp.issparse(X) else X
-    np.testing.assert_array_equal(cross_val_score(LinearSVC(C=C), X, y, cv=cv), _linear_svc_scores_by_nnls(dense, y, C, cv))
+    np.testing.assert_array_equal(cross_val_score(LinearSVC(C=C), X, y, cv=cv),
+                                  _linear_svc_scores_by_nnls(dense, y, C, cv))
