@@ -17,13 +17,15 @@ SPARSE_PRODUCT_SECONDS = 5e-10
 BLOCK_ITERATION_SECONDS = 5e-5
 
 
-def gram_seconds(X):
-    """A weighted Gram matrix X̃ᵀDX̃ (:func:`glru.newton_centres.weighted_gram`)."""
+def gram_seconds(X, rows=None):
+    """A weighted Gram matrix X̃ᵀDX̃ (:func:`glru.newton_centres.weighted_gram`), of the ``rows``
+    only if given."""
     n, d = X.shape
     if sp.issparse(X):
-        row_counts = X.getnnz(axis=1).astype(float)
-        return SPARSE_GRAM_SECONDS * float(row_counts @ row_counts)
-    return DENSE_SECONDS * n * d * d / 2
+        counts = X.getnnz(axis=1).astype(float)
+        counts = counts if rows is None else counts[rows]
+        return SPARSE_GRAM_SECONDS * float(counts @ counts)
+    return DENSE_SECONDS * (n if rows is None else len(rows)) * d * d / 2
 
 
 def product_seconds(X):

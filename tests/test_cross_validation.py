@@ -1219,29 +1219,32 @@ def test_folds_start_from_the_full_fit_where_their_centres_overshoot(monkeypatch
 def test_semismooth_chord_steps_stop_refreshing_when_their_exchanges_do_not_settle(monkeypatch):
     """LinearSVC at a large C on sparse data with 8 rows a feature: each refresh of a fold's
     factored Hessian (a whole semismooth Newton step) exchanges hundreds of rows, and their
-    number does not keep falling. A fold stops refreshing ``PIVOT_ALLOWANCE`` refreshes after
-    its last record (the fewest rows exchanged), long before ``MAX_ACTIVE_SET_REFRESHES``;
-    the scores are those of exact refits. (LIBLINEAR, which takes these folds near a hard margin,
-    is ruled out here, as for dense rows.)"""
+    number does not keep falling. A fold stops refreshing once it is more than
+    ``PIVOT_ALLOWANCE`` refreshes past its last record (the fewest rows exchanged) and the
+    refreshes have cost more than its own solve is estimated to, long before
+    ``MAX_ACTIVE_SET_REFRESHES``; the scores are those of exact refits. (LIBLINEAR, which takes
+    these folds near a hard margin, is ruled out here, as for dense rows.)"""
     monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
     rng = np.random.default_rng(3)
     X = sp.random(1192, 146, density=0.14, format="csr", random_state=rng, data_rvs=rng.standard_normal)
     y = np.where(X @ rng.standard_normal(146) + 0.5 * rng.standard_normal(1192) > 0, 1, 0)
     exchanged, settle = {}, glru_cv._Engine._exchanges_settle
-    def spy(self, k, changed):
-        verdict = settle(self, k, changed)
-        exchanged.setdefault(k, []).append((changed, verdict))
+    def spy(self, k, rows):
+        verdict = settle(self, k, rows)
+        within = self.refresh_seconds[k] <= glru_cv._semismooth_seconds(self.work_X, self.fit_intercept)
+        exchanged.setdefault(k, []).append((rows.size, within, verdict))
         return verdict
     monkeypatch.setattr(glru_cv._Engine, "_exchanges_settle", spy)
     cv = StratifiedKFold(5)
     scores = cross_val_score(LinearSVC(C=75.0), X, y, cv=cv)
     assert len(exchanged) == 5
     for history in exchanged.values():
-        counts = [changed for changed, _ in history]
-        verdicts = [verdict for _, verdict in history]
-        assert len(history) < glru_cv.MAX_ACTIVE_SET_REFRESHES and not verdicts[-1]
-        last_record = max(i for i, c in enumerate(counts) if c < min(counts[:i], default=np.inf))
-        assert verdicts == [i <= last_record + glru_cv.PIVOT_ALLOWANCE for i in range(len(counts))]
+        counts = [changed for changed, _, _ in history]
+        assert len(history) < glru_cv.MAX_ACTIVE_SET_REFRESHES and not history[-1][2]
+        records = [i for i, c in enumerate(counts) if c < min(counts[:i], default=np.inf)]
+        for i, (_, within, verdict) in enumerate(history):
+            last_record = max(r for r in records if r <= i)
+            assert verdict == (i <= last_record + glru_cv.PIVOT_ALLOWANCE or within)
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X.toarray(), y, 75.0, cv))
 
 
