@@ -11,7 +11,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --pipeline-shapes      # StandardScaler + LR on the shapes
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --five-fold            # StandardScaler + LR, 5-fold, more shapes
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical              # scikit-learn's own data, defaults
-    PYTHONPATH=. python benchmarks/bench_cross_validation.py --svc-rows             # LinearSVC 5-fold, 8-50 rows a feature
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --svc-rows             # LinearSVC 5-fold, sparse
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical --only digits   # its rows on digits
 
 K-fold rows report the fastest of ``--repeats`` interleaved runs of each computation (both sides alike,

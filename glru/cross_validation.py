@@ -256,6 +256,9 @@ class _Engine:
         if start_tol is not None and self.fold_method in ("liblinear", "liblinear-dual"):
             self.full_tol = max(self.full_tol, start_tol)
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
+        # a fold's semismooth Newton solve, estimated: what its chord refreshes and Newton–CG steps
+        # are weighed against (_exchanges_settle, _hands_over)
+        self.semismooth_seconds = _semismooth_seconds(self.work_X, fit_intercept)
 
     def run(self, solve_open=True):
         return self._with_blas(self._run, solve_open)
@@ -271,13 +274,13 @@ class _Engine:
     def _run(self, solve_open):
         clock = _Clock()
         hub = self.hub = self._hub()
+        coef, intercept = self._full_fit_on_X(*hub)
+        self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         if self.fold_method == "auto" and self.span is None and primal_pays_off_near_hard_margin(
-                Problem(self.X, self.y, self.loss, None, self.fit_intercept), *hub, self.dropped):
+                self.checker.full, coef, intercept, self.dropped):
             # the folds are each solved by LIBLINEAR from the full fit, with no centres or steps before
             self.newton = self.newton_cg = self.direct = self.curved = False
             self.fold_method = "liblinear"
-        coef, intercept = self._full_fit_on_X(*hub)
-        self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         self.xt_norms = np.sqrt(self.checker.row_norms ** 2 + self.fit_intercept)  # ‖x̃_i‖
         # terms of each row's computed margin (its stored values): the products' rounding bound
         self.row_terms = self.X.getnnz(axis=1) if sp.issparse(self.X) else self.X.shape[1]
@@ -620,13 +623,13 @@ class _Engine:
         stopped). Where they settle late, the refreshes are cheap against a solve: mushrooms at
         C = 10, 5-fold, 70, 80, 232, 284, 138, 72, 40, 16 and 7 rows (0.072 s; 0.082 s stopped at
         138 by the records alone)."""
-        X, dim = self.work_X, self.work_X.shape[1] + self.fit_intercept
-        self.refresh_seconds[k] += gram_seconds(X, rows) + factor_seconds(dim)
+        self.refresh_seconds[k] += gram_seconds(self.work_X, rows) + \
+            factor_seconds(self.work_X.shape[1] + self.fit_intercept)
         if rows.size < self.fewest_changed[k]:
             self.fewest_changed[k], self.allowances[k] = rows.size, PIVOT_ALLOWANCE
             return True
         self.allowances[k] -= 1
-        return self.allowances[k] >= 0 or self.refresh_seconds[k] <= _semismooth_seconds(X, self.fit_intercept)
+        return self.allowances[k] >= 0 or self.refresh_seconds[k] <= self.semismooth_seconds
 
     def _update_reference(self, k, rows, margins, change):
         """Add the curvature ``change`` of the training ``rows`` to fold k's factored Hessian (their
@@ -924,7 +927,7 @@ class _Engine:
         else infinite (trust-region Newton–CG, LIBLINEAR: nothing to weigh)."""
         dim = self.work_X.shape[1] + self.fit_intercept
         semismooth = self.fold_method == "semismooth" or self.fold_method == "auto" and dim <= SEMISMOOTH_CHEAP_DIM
-        return _semismooth_seconds(self.work_X, self.fit_intercept) if semismooth else np.inf
+        return self.semismooth_seconds if semismooth else np.inf
 
     def _newton_cg_applies(self, k):
         """Whether fold k may leave its chord steps for Newton–CG steps (:meth:`_newton_cg_steps`):
@@ -1111,16 +1114,21 @@ def primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
     the full fit): 1200 × 150 5.4: 0.92, 2.5: 1.5, 1.6: 2.7; 4000 × 600 3.1: 0.88, 1.3: 1.9,
     1.0: 2.3; 8000 × 1000 3.0: 0.83, 1.3: 2.1, 1.0: 2.8; 6000 × 400 6.3: 0.81, 3.0: 1.1, 2.6: 1.0;
     10000 × 200 12–20: 0.73–0.86; 20000 × 500 8.6–13: 0.64–0.95."""
-    curved = np.count_nonzero(problem.loss.second_derivative(problem.y, problem.margins(coef, intercept)))
     return _primal_applies(problem.loss, problem.X, dropped) and \
-        curved <= HARD_MARGIN_ROWS_PER_FEATURE * (problem.d + problem.fit_intercept)
+        _curved_count(problem, coef, intercept) <= HARD_MARGIN_ROWS_PER_FEATURE * (problem.d + problem.fit_intercept)
 
 
 def _primal_applies(loss, X, dropped):
     """The squared hinge on sparse X (LIBLINEAR keeps rows as sparse nodes), its folds leaving out a
     tenth of the rows or more on average."""
     n_dropped = sum(rows.size for rows in dropped)
-    return type(loss) is SquaredHinge and sp.issparse(X) and X.shape[0] * len(dropped) <= PRIMAL_MAX_FOLDS * n_dropped
+    return type(loss) is SquaredHinge and sp.issparse(X) and \
+        X.shape[0] * len(dropped) <= PRIMAL_MAX_FOLDS * n_dropped
+
+
+def _curved_count(problem, coef, intercept):
+    """The rows with curvature at (coef, intercept): for the squared hinge, those inside the margin."""
+    return np.count_nonzero(problem.loss.second_derivative(problem.y, problem.margins(coef, intercept)))
 
 
 PRIMAL_MAX_ROWS_PER_FEATURE = 5
@@ -1176,8 +1184,7 @@ def pivots_pay_off(problem, coef=None):
     LIBLINEAR's dual takes 7 ms a fold, the whole steps 0.2–0.3 s."""
     if not (pivots_apply(problem) and dual_pieces_apply(problem)):
         return False
-    inside = problem.n if coef is None else \
-        np.count_nonzero(problem.loss.second_derivative(problem.y, problem.margins(coef, 0.0)))
+    inside = problem.n if coef is None else _curved_count(problem, coef, 0.0)
     X = problem.X
     return gram_seconds(X.T) + PIVOT_STEPS * factor_seconds(inside) <= \
         DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)

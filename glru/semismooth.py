@@ -16,9 +16,9 @@ change a step; 125 at C = 100, where the minimizer stops at the next row's kink)
 once and, after each step, corrected by the Gram matrix of the rows whose curvature changed,
 then factored: O(d̃³/3) a step, which pays where d̃ is a few hundred (the whole steps of the
 squared hinge go through the dual instead: :class:`_DualPieces`). Trust-region Newton–CG takes
-the same steps inexactly and zigzags with the pieces; LIBLINEAR's dual coordinate descent takes no start and needs many passes for
-a tight gap (0.65 s a fold of that data set, where these steps take 0.24 s, gap checks
-included).
+the same steps inexactly and zigzags with the pieces; LIBLINEAR's dual coordinate descent takes
+no start and needs many passes for a tight gap (0.65 s a fold of that data set, where these
+steps take 0.24 s, gap checks included).
 
 For a smooth loss (logistic) the same steps are damped Newton steps, H formed again at each:
 :mod:`glru.solver` takes them where trust-region Newton–CG's Hessian-vector products grow dearer

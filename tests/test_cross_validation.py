@@ -1231,7 +1231,7 @@ def test_semismooth_chord_steps_stop_refreshing_when_their_exchanges_do_not_sett
     exchanged, settle = {}, glru_cv._Engine._exchanges_settle
     def spy(self, k, rows):
         verdict = settle(self, k, rows)
-        within = self.refresh_seconds[k] <= glru_cv._semismooth_seconds(self.work_X, self.fit_intercept)
+        within = self.refresh_seconds[k] <= self.semismooth_seconds
         exchanged.setdefault(k, []).append((rows.size, within, verdict))
         return verdict
     monkeypatch.setattr(glru_cv._Engine, "_exchanges_settle", spy)
