@@ -48,7 +48,7 @@ from .costs import (BLOCK_ITERATION_SECONDS, DENSE_SECONDS, EIGH_SECONDS, SPARSE
                     gram_seconds, product_seconds)
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, enforce_zero_sum, margin_error
-from .fold_steps import FoldBlock, block_columns, forcing_terms, single_precision
+from .fold_steps import STEPS_BLOCK_FLOATS, FoldBlock, block_columns, forcing_terms, single_precision
 from .held_out import HeldOutOutcome
 from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
@@ -248,12 +248,16 @@ class _Engine:
         self.direct = self.newton and self.span is None and dim <= CURVATURE_MAX_DIM \
             and all(4 * rows.size >= dim for rows in self.dropped)
         self.curved = self.direct and np.isfinite(loss.self_concordance)
-        # a full fit that only starts folds solved by LIBLINEAR need not be exact: its dual folds start cold,
-        # and its primal ones stop relative to their gradient at 0 (LinearSVC 10-fold: 4–15 % faster on 15
-        # sparse shapes). Folds that take steps from it (semismooth Newton, Newton–CG together) took as long
-        # or longer from a rough one (dense 2000 × 500 0.94–0.99 → 1.04–1.07 s; docs/benchmarks.md,
-        # twenty-seventh session)
-        if start_tol is not None and self.fold_method in ("liblinear", "liblinear-dual"):
+        # a full fit that only starts the folds need not be exact: LIBLINEAR's dual folds start cold, its
+        # primal ones stop relative to their gradient at 0 (LinearSVC 10-fold: 4–15 % faster on 15 sparse
+        # shapes), and the Newton–CG steps of folds of sparse rows with no Newton centres took no longer
+        # from a rough one (LinearSVC 5-fold on the sparse shapes of --svc-rows: the full fit 0.009 → 0.006 s
+        # on 4000 × 600 at C = 0.1, 0.026 → 0.014 s at C = 3; docs/benchmarks.md, thirtieth session). Not
+        # those of dense rows, which go on to semismooth solves (each a d̃ × d̃ factorization a step),
+        # nor Newton centres: dense 2000 × 500, 10-fold, 0.85 → 0.91 s, and 0.94–0.99 → 1.04–1.07 s
+        # (twenty-seventh session)
+        if start_tol is not None and (self.fold_method in ("liblinear", "liblinear-dual")
+                                      or not self.newton and sp.issparse(X)):
             self.full_tol = max(self.full_tol, start_tol)
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
         # a fold's semismooth Newton solve, estimated: what its chord refreshes and Newton–CG steps
@@ -788,6 +792,7 @@ class _Engine:
         fresh = {k for k in active if self.curvatures[k] is not None and not np.isfinite(outcomes[k].lower).any()}
         at_centres = 0
         previous, ratio, floors = {}, {}, {k: floor for k, (_, floor) in radii.items()}
+        floored = set()  # folds whose floor was measured again where their radius should reach it
         anderson = {k: Anderson(ANDERSON_DEPTH) for k in active}
         # folds taking Newton–CG steps (from the start where they have no factorization for chord
         # steps): the gradient norm and forcing term of their last step (None before the first),
@@ -801,21 +806,32 @@ class _Engine:
         newton_norms = {}  # of the folds taking Newton–CG steps, their gradient norms so far
         # of those, the estimated cost of their steps so far, and what a solve would cost (see _hands_over)
         self.newton_cg_seconds, self.solve_seconds = {}, self._solve_seconds()
+        # without Newton centres no fold holds a factorization: the steps' products (and gradients) take
+        # larger blocks of folds (STEPS_BLOCK_FLOATS)
+        steps_block = self.checker.block if self.newton else block_columns(self.X, STEPS_BLOCK_FLOATS)
         for _ in range(CHORD_MAX_STEPS):
             if not active:
                 break
             gradients = self.checker.gradients(
                 [self.folds[k] for k in active], [self.dropped[k] for k in active],
                 [self.penalty_for(self.folds[k].n_train) for k in active],
-                [centres[k][0] for k in active], [centres[k][1] for k in active])
+                [centres[k][0] for k in active], [centres[k][1] for k in active], steps_block)
             moves, check, finished, pending = {}, [], [], []
 
             def advance(k, margins, size, point):
                 """Move fold k to ``point``, a step of ``size`` away; certify it first if promising."""
                 if k not in ratio:  # the centre's radius, measured by the first certification
                     ratio[k] = radii[k][0] / size
-                elif self._promising(k, margins[self.folds[k].test], max(ratio[k] * size, floors[k])):
-                    check.append(k)
+                else:
+                    predicted = self._predicted_radius(k, size, ratio, per_gradient, gradient_at)
+                    if predicted <= floors[k] and k not in floored:
+                        # a floor seen far from the optimum can be twice the fold's own there (sparse
+                        # 20000 × 500 of _predicted_radius: 3.6e-5 at the full fit, 1.8e-5 at the
+                        # folds' optima): measured once more when the radius should have reached it
+                        floored.add(k)
+                        check.append(k)
+                    elif self._promising(k, margins[self.folds[k].test], max(predicted, floors[k])):
+                        check.append(k)
                 previous[k], moves[k] = size, point
 
             def take_newton_steps():
@@ -840,7 +856,7 @@ class _Engine:
                         finished.append(k)  # a solve takes over from here
                         continue
                     pending.append((k, z, gradient, margins))
-                    if len(pending) == self.checker.block:
+                    if len(pending) == steps_block:
                         take_newton_steps()
                     continue
                 step = solvers[k](gradient)
@@ -898,6 +914,21 @@ class _Engine:
                 centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
             active, fresh = list(moves), set()
         return at_centres
+
+    def _predicted_radius(self, k, size, ratio, per_gradient, gradient_at):
+        """The radius fold k's certificate is expected to have at its current point, a step of
+        ``size`` from the next: ``ratio[k]`` times the step (its radius per unit step, seen last),
+        and for a fold taking Newton–CG steps, whose gap is about ‖g‖²/(2a), no more than
+        ``per_gradient[k]`` times its gradient's norm (its radius per unit gradient, seen last).
+        Near a hard margin the steps predict far larger radii than the gradients: LinearSVC(C=75)
+        on sparse Gaussian 20000 × 500, 5-fold, where three folds need radii within 1.4–1.6 times
+        the rounding floor, went on stepping from ‖g‖ ≈ 1e-7 (the radius ratio·size 3e-4 and more)
+        to 5e-13, 2–4 steps of 8–15 conjugate-gradient iterations more than it needed. Only
+        a saving: a fold is certified where the prediction says it is promising."""
+        predicted = ratio[k] * size
+        if k in per_gradient and k in gradient_at:
+            predicted = min(predicted, per_gradient[k] * gradient_at[k])
+        return predicted
 
     def _hands_over(self, k, norms, norm):
         """Whether fold k, whose Newton–CG steps had gradient norms ``norms`` before this one's
@@ -1301,11 +1332,11 @@ class _FoldChecker:
             self.x_ref = curvature_weighted_mean(X, loss.second_derivative(y, margins))
             self.deviation_norms = self.spread_norms = _deviation_norms(X, self.x_ref)
 
-    def gradients(self, folds, dropped, penalties, coefs, intercepts):
+    def gradients(self, folds, dropped, penalties, coefs, intercepts, block=None):
         """(∇F_T, margins of every row, slopes ℓ' of the training rows (0 elsewhere)) at each
         centre, in order: the sum form of :mod:`glru.newton_centres`, X_Tᵀℓ' + a_T·Pz, from two
-        products per block of folds."""
-        for part, W, b, U in self._margin_blocks(coefs, intercepts):
+        products per ``block`` of folds (the checker's own if None)."""
+        for part, W, b, U in self._margin_blocks(coefs, intercepts, block=block):
             slopes = self.loss.derivative(self.y[:, None], U)
             for j, rows in enumerate(dropped[part]):
                 slopes[rows, j] = 0.0
@@ -1349,11 +1380,13 @@ class _FoldChecker:
         return zero_band(norms[fold.test], ev.alpha, norms[T], fold.n_train * cert.penalty.lam,
                          self.X.shape[1], curvature)
 
-    def _margin_blocks(self, coefs, intercepts, to_X=None):
-        """(slice of the folds, W, b, U = XW + b) a block of centres at a time: one block alive
-        at a time. ``to_X`` maps centres given in other coordinates (columns) to X's."""
-        for start in range(0, len(coefs), self.block):
-            part = slice(start, start + self.block)
+    def _margin_blocks(self, coefs, intercepts, to_X=None, block=None):
+        """(slice of the folds, W, b, U = XW + b) a ``block`` of centres at a time (the checker's
+        own if None): one block alive at a time. ``to_X`` maps centres given in other coordinates
+        (columns) to X's."""
+        block = self.block if block is None else block
+        for start in range(0, len(coefs), block):
+            part = slice(start, start + block)
             W = np.column_stack(coefs[part])
             W = to_X(W) if to_X is not None else W
             b = np.array(intercepts[part], dtype=float) if self.fit_intercept else np.zeros(W.shape[1])

@@ -1020,15 +1020,17 @@ def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, pr
     assert message in error and "Traceback" not in error
 
 
-@pytest.mark.parametrize("loss, n, d, centres", [("squared_hinge", 60, 80, False), ("squared_hinge", 100, 30, False),
-                                                 ("logistic", 100, 30, False), ("logistic", 100, 30, True)],
-                         ids=["liblinear-dual", "liblinear", "newton-cg", "centres"])
-def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres):
+@pytest.mark.parametrize("loss, n, d, centres, sparse", [
+    ("squared_hinge", 60, 80, False, True), ("squared_hinge", 100, 30, False, True), ("logistic", 100, 30, False, True),
+    ("logistic", 100, 30, False, False), ("logistic", 100, 30, True, True)],
+    ids=["liblinear-dual", "liblinear", "newton-cg", "newton-cg-dense", "centres"])
+def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres, sparse):
     """``cross_validate(start_tol=...)``: where the folds are solved by LIBLINEAR (its dual or its
-    primal), the full fit is solved to that relative gap only, and it is the result's coef; where
-    Newton centres take its Hessian, or the folds' Newton–CG steps start from it, it stays exact.
-    The folds' labels are the exact refits' either way. :func:`cross_val_score` (no ``estimator_``) asks
-    for it where every fold holds out at least ``ROUGH_START_SHARE`` of the rows."""
+    primal), or take Newton–CG steps on sparse rows, the full fit is solved to that relative gap only,
+    and it is the result's coef; where Newton centres take its Hessian, or the folds of dense rows
+    start from it (on to their semismooth solves), it stays exact. The folds' labels are the exact
+    refits' either way. :func:`cross_val_score` (no ``estimator_``) asks for it where every fold holds
+    out at least ``ROUGH_START_SHARE`` of the rows."""
     from glru.penalties import L2
     from glru.problem import Problem
     from sklearn_ext.cross_validation import ROUGH_START_SHARE, ROUGH_START_TOL
@@ -1037,7 +1039,7 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     monkeypatch.setattr(glru_cv, "_span_pays_off", lambda *args: False)
     monkeypatch.setattr(glru_cv, "_semismooth_pays_off", lambda *args: False)
     X, y = random_problem(5, n, d, "logistic", sparse=True)
-    X = sp.csr_matrix(X)
+    X = sp.csr_matrix(X) if sparse else sp.csr_matrix(X).toarray()
     splits = list(StratifiedKFold(5, shuffle=True, random_state=1).split(X, y))
     folds = [glru_cv.Fold.from_split(train, test, n) for train, test in splits]
     hinge, penalty_for = get_loss(loss), (lambda rows: L2(1.0 / rows))
@@ -1045,7 +1047,7 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     monkeypatch.setattr(glru_cv, "solve",
                         lambda *args, **kwargs: tols.append(kwargs.get("tol")) or solve(*args, **kwargs))
     rough = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False, start_tol=ROUGH_START_TOL)
-    rough_fit = loss == "squared_hinge"
+    rough_fit = not centres and sparse
     assert tols[:1] == ([ROUGH_START_TOL] if rough_fit else [] if centres else [glru_cv.TOL_EXACT])
     exact = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False)
     gap = Problem(X, y, hinge, penalty_for(n), False).duality_gap(rough.coef, 0.0).relative_gap
@@ -1187,6 +1189,61 @@ def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monk
     else:
         assert "liblinear" not in asked
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X.toarray(), y, C, cv))
+
+
+def test_folds_without_centres_take_their_newton_cg_steps_in_one_block(monkeypatch):
+    """Sparse 14000 × 40, LogisticRegression 5-fold, no Newton centres: the engine's certificates go
+    three folds a block (1 MiB of n × folds floats), while the folds' Newton–CG steps, and the
+    gradients they start from, go all five together (``STEPS_BLOCK_FLOATS``: no fold holds a
+    factorization). The scores are the exact refits'."""
+    from glru import fold_steps
+
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    rng = np.random.default_rng(14)
+    X = sp.random(14000, 40, density=0.2, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(40) + rng.standard_normal(14000) > 0, 1, 0)
+    assert fold_steps.block_columns(X) < 5 <= fold_steps.block_columns(X, fold_steps.STEPS_BLOCK_FLOATS)
+    widths, init = [], fold_steps.FoldBlock.__init__
+    monkeypatch.setattr(fold_steps.FoldBlock, "__init__",
+                        lambda self, X, XT, y, loss, fit_intercept, Z, *args, **kwargs:
+                        widths.append(Z.shape[1]) or init(self, X, XT, y, loss, fit_intercept, Z, *args, **kwargs))
+    cv = StratifiedKFold(5)
+    scores = cross_val_score(LogisticRegression(C=3.0), X, y, cv=cv)
+    assert widths and widths[0] == 5
+    np.testing.assert_array_equal(scores, exact_scores(LogisticRegression(C=3.0), X, y, cv))
+
+
+def test_a_floor_seen_far_from_a_fold_optimum_is_measured_again(monkeypatch):
+    """The rounding floor of a fold's certified radius, below which no point certifies, depends on
+    the point. Here the floors measured at the full fit are made a million times too large (above
+    every radius the held-out signs need): each fold's floor is measured once more where its
+    predicted radius reaches that floor, and no fold takes more Newton–CG steps than with the true
+    floors (without that measure, each would step on to rounding level). The scores are the exact
+    refits'."""
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    X, y = random_problem(1, 2000, 50, "logistic", sparse=True)
+    X, y, cv = sp.csr_matrix(X), labels01(y), StratifiedKFold(5)
+    take, certify = glru_cv._Engine._newton_cg_steps, glru_cv._Engine._certify
+
+    def steps_per_fold(stale):
+        steps, calls = {}, []
+        def counted(self, pending, *args):
+            for k, *_ in pending:
+                steps[k] = steps.get(k, 0) + 1
+            return take(self, pending, *args)
+        def certified(self, indices, centres, *args, **kwargs):
+            out = certify(self, indices, centres, *args, **kwargs)
+            calls.append(out)
+            return [(o, radius, 1e6 * floor) for o, radius, floor in out] if stale and len(calls) == 1 else out
+        monkeypatch.setattr(glru_cv._Engine, "_newton_cg_steps", counted)
+        monkeypatch.setattr(glru_cv._Engine, "_certify", certified)
+        scores = cross_val_score(LogisticRegression(C=1.0), X, y, cv=cv)
+        return steps, scores
+
+    (true_steps, scores), (stale_steps, stale_scores) = steps_per_fold(False), steps_per_fold(True)
+    assert len(true_steps) == 5 and all(stale_steps[k] <= true_steps[k] for k in true_steps)
+    np.testing.assert_array_equal(stale_scores, scores)
+    np.testing.assert_array_equal(scores, exact_scores(LogisticRegression(C=1.0), X, y, cv))
 
 
 def test_folds_start_from_the_full_fit_where_their_centres_overshoot(monkeypatch):
