@@ -259,11 +259,15 @@ class _Engine:
         if start_tol is not None and (self.fold_method in ("liblinear", "liblinear-dual")
                                       or not self.newton and sp.issparse(X)):
             self.full_tol = max(self.full_tol, start_tol)
-            if self.cold_method == "auto" and type(loss) is SquaredHinge:
-                # to a rough gap LIBLINEAR's primal beat SciPy's trust-region Newton on 15 of 16 sparse shapes
-                # (0.05–170 rows a feature: 1200 × 150 2.5 → 0.8 ms, binary 3000 × 20000 236 → 66 ms, w8a
-                # 88 → 43 ms), not on a9a.t (21 → 35 ms: semismooth Newton finishes it cheaply), whose
-                # folds take Newton centres. Not the logistic loss: 5–78 % slower on 14 of the 16
+            if self.cold_method == "auto" and type(loss) is SquaredHinge and n <= ROUGH_PRIMAL_ROWS_PER_FEATURE * dim:
+                # to a rough gap LIBLINEAR's primal (C) took less time than SciPy's trust-region Newton on
+                # sparse shapes of up to 15 rows a feature (C = 1: binary 3000 × 20000 244 → 96 ms, binary
+                # 5000 × 3000 68 → 51 ms, Gaussian 1200 × 150 2.5 → 1.0 ms), the more so near a hard margin,
+                # where trust-region Newton crawls (C = 75: Gaussian 4000 × 600 167 → 50 ms, 8000 × 1000
+                # 310 → 138 ms); with 40–50 rows a feature, where trust-region Newton takes its ~10 steps,
+                # 9–25 % more (Gaussian 20000 × 500 27 → 34 ms, binary 20000 × 500 55 → 60 ms). Not the
+                # logistic loss: 5–78 % slower on 14 of 16 sparse shapes (docs/benchmarks.md, thirtieth
+                # session)
                 self.cold_method = "liblinear"
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
         # a fold's semismooth Newton solve, estimated: what its chord refreshes and Newton–CG steps
@@ -1169,6 +1173,7 @@ def _curved_count(problem, coef, intercept):
 
 
 PRIMAL_MAX_ROWS_PER_FEATURE = 5
+ROUGH_PRIMAL_ROWS_PER_FEATURE = 16  # (see _Engine.__init__: a rough full fit by LIBLINEAR's primal)
 PRIMAL_MAX_FOLDS = 10
 HARD_MARGIN_ROWS_PER_FEATURE = 2.5
 

@@ -530,13 +530,10 @@ _DUAL_EPS_SIGNS = 1e-7
 # 28–34 + 12–15 ms against 53–55 ms) or more (Gaussian 1000 × 20000: 2 + 7 against 4 ms), and 1e-7
 # stays.
 _DUAL_EPS_PRIMAL_START, _DUAL_PRIMAL_MIN_ROWS_PER_FEATURE = 1e-4, 0.5
-# A solve to a loose gap (tol ≥ _ROUGH_TOL: a start) takes scikit-learn's own tolerance first, in the dual
-# and in the primal. The dual left relative gaps of 1.6e-7, 1.4e-5 and 3.8e-6 on a fold (10-fold) of sparse
-# Gaussian 2000 × 2000, binary 3000 × 3000 and binary 3000 × 20000, in 6.5, 23 and 12 ms against 11, 39
-# and 19 ms at 1e-7. The primal (squared hinge, full fits of the sparse Gaussian shapes of
-# benchmarks/bench_cross_validation.py --svc-rows at C = 3 to a gap of 1e-4) reached it in one run, where
-# 1e-2 first took three: 1200 × 150 1.2 → 0.9 ms, 6000 × 400 8.1 → 6.3 ms, 20000 × 500 33 → 25 ms
-_EPS_ROUGH, _ROUGH_TOL = 1e-4, 1e-6
+# A solve to a loose gap (tol ≥ _DUAL_ROUGH_TOL: a start) takes scikit-learn's own tolerance first: it left
+# relative gaps of 1.6e-7, 1.4e-5 and 3.8e-6 on a fold (10-fold) of sparse Gaussian 2000 × 2000, binary
+# 3000 × 3000 and binary 3000 × 20000, in 6.5, 23 and 12 ms against 11, 39 and 19 ms at 1e-7
+_DUAL_EPS_ROUGH, _DUAL_ROUGH_TOL = 1e-4, 1e-6
 # Where semismooth Newton is cheap (d̃ ≤ SEMISMOOTH_CHEAP_DIM) one run at 1e-3 is its start instead:
 # on columns scaled over decades the dual crawls, and LIBLINEAR, at its iteration limit, switches
 # to its primal trust-region Newton, which crawls too (219 × 305, six decades, C = 12: 2.8 s at
@@ -597,7 +594,7 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     cheap = _semismooth_by_default(problem) and _dual_may_crawl(problem)
     primal = not cheap and stop_when is not None and problem.n >= _DUAL_PRIMAL_MIN_ROWS_PER_FEATURE * problem.d
     eps = _DUAL_EPS_START if cheap else _DUAL_EPS_PRIMAL_START if primal else _DUAL_EPS_SIGNS if stop_when else \
-        _EPS_ROUGH if tol >= _ROUGH_TOL else _DUAL_EPS_FIRST
+        _DUAL_EPS_ROUGH if tol >= _DUAL_ROUGH_TOL else _DUAL_EPS_FIRST
     n_iter, gap, crawls = 0, np.inf, False
     while n_iter < max_iter and eps >= _DUAL_EPS_LAST:
         n_iter += 1
@@ -638,7 +635,7 @@ def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll
         if (not start_open or max_iter < 1) and monitor.check(coef, intercept):
             return monitor.result("liblinear", 0)
     eps, factor = (_PRIMAL_EPS_SIGNS, _PRIMAL_EPS_SIGNS_FACTOR) if stop_when is not None else \
-        (_EPS_ROUGH if tol >= _ROUGH_TOL else 1e-2 if solver != 11 else 1e-4, 0.1)
+        (1e-2 if solver != 11 else 1e-4, 0.1)
     # (the checked start's intercept is the optimal one for its coef)
     z = problem.join(coef, intercept if monitor.best is None else monitor.best[1])
     n_iter, previous_gap = 0, np.inf

@@ -1022,15 +1022,17 @@ def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, pr
 
 @pytest.mark.parametrize("loss, n, d, centres, sparse", [
     ("squared_hinge", 60, 80, False, True), ("squared_hinge", 100, 30, False, True), ("logistic", 100, 30, False, True),
-    ("squared_hinge", 400, 30, False, True), ("logistic", 100, 30, False, False), ("logistic", 100, 30, True, True)],
-    ids=["liblinear-dual", "liblinear", "newton-cg", "newton-cg-hinge", "newton-cg-dense", "centres"])
+    ("squared_hinge", 400, 30, False, True), ("squared_hinge", 800, 30, False, True), ("logistic", 100, 30, False, False),
+    ("logistic", 100, 30, True, True)],
+    ids=["liblinear-dual", "liblinear", "newton-cg", "newton-cg-hinge", "newton-cg-hinge-many-rows", "newton-cg-dense",
+         "centres"])
 def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres, sparse):
     """``cross_validate(start_tol=...)``: where the folds are solved by LIBLINEAR (its dual or its
     primal), or take Newton–CG steps on sparse rows, the full fit is solved to that relative gap only,
     and it is the result's coef; where Newton centres take its Hessian, or the folds of dense rows
     start from it (on to their semismooth solves), it stays exact. A rough full fit of the squared
-    hinge is LIBLINEAR's (its dual, or its primal), one of the logistic loss SciPy's trust-region
-    Newton. The folds' labels are the exact refits' either way. :func:`cross_val_score` (no
+    hinge is LIBLINEAR's (its dual, or its primal) with up to ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a
+    feature; with more, and for the logistic loss, SciPy's trust-region Newton's. The folds' labels are the exact refits' either way. :func:`cross_val_score` (no
     ``estimator_``) asks for it where every fold holds out at least ``ROUGH_START_SHARE`` of the rows."""
     from glru.penalties import L2
     from glru.problem import Problem
@@ -1051,7 +1053,8 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     rough_fit = not centres and sparse
     assert tols[:1] == ([ROUGH_START_TOL] if rough_fit else [] if centres else [glru_cv.TOL_EXACT])
     if rough_fit:
-        assert methods[0].startswith("liblinear") == (loss == "squared_hinge")
+        assert methods[0].startswith("liblinear") == (loss == "squared_hinge" and
+                                                      n <= glru_cv.ROUGH_PRIMAL_ROWS_PER_FEATURE * d)
     exact = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False)
     gap = Problem(X, y, hinge, penalty_for(n), False).duality_gap(rough.coef, 0.0).relative_gap
     assert gap <= (ROUGH_START_TOL if rough_fit else glru_cv.TOL_EXACT)
