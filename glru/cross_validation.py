@@ -263,8 +263,8 @@ class _Engine:
                 # to a rough gap LIBLINEAR's primal (C) took less time than SciPy's trust-region Newton on
                 # sparse shapes of up to 15 rows a feature (C = 1: binary 3000 × 20000 244 → 96 ms, binary
                 # 5000 × 3000 68 → 51 ms, Gaussian 1200 × 150 2.5 → 1.0 ms), the more so near a hard margin,
-                # where trust-region Newton crawls (C = 75: Gaussian 4000 × 600 167 → 50 ms, 8000 × 1000
-                # 310 → 138 ms); with 40–50 rows a feature, where trust-region Newton takes its ~10 steps,
+                # where trust-region Newton crawls (C = 75: Gaussian 4000 × 600 165 → 53 ms, 8000 × 1000
+                # 281 → 132 ms); with 40–50 rows a feature, where trust-region Newton takes its ~10 steps,
                 # 9–25 % more (Gaussian 20000 × 500 27 → 34 ms, binary 20000 × 500 55 → 60 ms). Not the
                 # logistic loss: 5–78 % slower on 14 of 16 sparse shapes (docs/benchmarks.md, thirtieth
                 # session)
