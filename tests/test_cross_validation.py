@@ -1021,9 +1021,9 @@ def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, pr
 
 
 @pytest.mark.parametrize("loss, n, d, centres, sparse", [
-    ("squared_hinge", 60, 80, False, True), ("squared_hinge", 100, 30, False, True), ("logistic", 100, 30, False, True),
-    ("squared_hinge", 400, 30, False, True), ("squared_hinge", 800, 30, False, True), ("logistic", 100, 30, False, False),
-    ("logistic", 100, 30, True, True)],
+    ("squared_hinge", 60, 80, False, True), ("squared_hinge", 100, 30, False, True),
+    ("logistic", 100, 30, False, True), ("squared_hinge", 400, 30, False, True),
+    ("squared_hinge", 800, 30, False, True), ("logistic", 100, 30, False, False), ("logistic", 100, 30, True, True)],
     ids=["liblinear-dual", "liblinear", "newton-cg", "newton-cg-hinge", "newton-cg-hinge-many-rows", "newton-cg-dense",
          "centres"])
 def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres, sparse):
@@ -1032,8 +1032,9 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     and it is the result's coef; where Newton centres take its Hessian, or the folds of dense rows
     start from it (on to their semismooth solves), it stays exact. A rough full fit of the squared
     hinge is LIBLINEAR's (its dual, or its primal) with up to ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a
-    feature; with more, and for the logistic loss, SciPy's trust-region Newton's. The folds' labels are the exact refits' either way. :func:`cross_val_score` (no
-    ``estimator_``) asks for it where every fold holds out at least ``ROUGH_START_SHARE`` of the rows."""
+    feature; with more, and for the logistic loss, SciPy's trust-region Newton's. The folds' labels
+    are the exact refits' either way. :func:`cross_val_score` (no ``estimator_``) asks for it where
+    every fold holds out at least ``ROUGH_START_SHARE`` of the rows."""
     from glru.penalties import L2
     from glru.problem import Problem
     from sklearn_ext.cross_validation import ROUGH_START_SHARE, ROUGH_START_TOL
