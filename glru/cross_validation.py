@@ -757,8 +757,7 @@ class _Engine:
         to_X = self.span.coef if self.span is not None else None
         at_centres = self.checker.objectives(folds, dropped, penalties, [c for c, _ in centres],
                                              [b for _, b in centres], to_X)
-        at_hub = self.checker.objectives(folds, dropped, penalties, [self.hub[0]] * len(indices),
-                                         [self.hub[1]] * len(indices), to_X)
+        at_hub = self.checker.objectives_at(folds, dropped, penalties, *self.hub, to_X)
         return [c if value <= hub else self.hub for c, value, hub in zip(centres, at_centres, at_hub)]
 
     def _solve(self, indices, data, centres, stop_early=True):
@@ -1303,6 +1302,14 @@ def _column_summaries(full, X, y, loss, dropped, n_train):
                                        n_train)
 
 
+def _fold_objective(values, rows, fold, penalty, w):
+    """A fold's objective in mean form from the losses ``values`` of every row: those of its training
+    rows (the ``rows`` outside it left out) over their number, plus the penalty at w."""
+    kept = values.copy()
+    kept[rows] = 0.0
+    return kept.sum() / fold.n_train + penalty.value(w)
+
+
 def _warn_unsettled(indices):
     """Folds whose solves reached neither certified predictions nor rounding level: their labels
     (or values) are read where the solver stopped, which no theorem backs. Never silent."""
@@ -1366,10 +1373,17 @@ class _FoldChecker:
         out = []
         for part, W, b, U in self._margin_blocks(coefs, intercepts, to_X):
             values = self.loss.value(self.y[:, None], U)
-            for j, (rows, fold, penalty) in enumerate(zip(dropped[part], folds[part], penalties[part])):
-                values[rows, j] = 0.0
-                out.append(values[:, j].sum() / fold.n_train + penalty.value(W[:, j]))
+            out.extend(_fold_objective(values[:, j], rows, fold, penalty, W[:, j])
+                       for j, (rows, fold, penalty) in enumerate(zip(dropped[part], folds[part], penalties[part])))
         return out
+
+    def objectives_at(self, folds, dropped, penalties, coef, intercept, to_X=None):
+        """Each fold's objective (mean form) at one point (coef, intercept), whose margins are
+        computed once; ``to_X`` as for :meth:`certificates`."""
+        _, W, _, U = next(self._margin_blocks([coef], [intercept], to_X))
+        values = self.loss.value(self.y, U[:, 0])
+        return [_fold_objective(values, rows, fold, penalty, W[:, 0])
+                for rows, fold, penalty in zip(dropped, folds, penalties)]
 
     def certificates(self, folds, penalties, coefs, intercepts, to_X=None):
         """(Certificate, GapEvaluation, held-out decision values) for each fold, in order.
