@@ -90,7 +90,8 @@ class Certificate:
 
         ``X_eval`` is in the modified feature space. Returns the intersection of the
         Primal-SCB (15) and the Dual-SCB (16) intervals, each of which is sound on its own;
-        ``box=False`` skips the Dual-SCB (cheaper, wider). With an unpenalized intercept,
+        ``box=False`` skips the Dual-SCB (cheaper, wider), as do losses whose box does not narrow
+        the ball (:attr:`glru.losses.Loss.box_narrows_ball`). With an unpenalized intercept,
         ``intercept`` chooses its bound as in :meth:`intercept_bounds`.
         """
         if intercept not in ("fast", "exact"):
@@ -105,10 +106,15 @@ class Certificate:
         if self.penalty.strong_convexity > 0:
             row_norms = np.sqrt(row_norms_sq(X_eval))
             lower, upper = bounds.ball_decision_bounds(X_eval, self.coef_centre, self.radius, row_norms)
-        if box and np.isfinite(self.loss.smoothness):
+        if self._box_applies(box):
             box_lo, box_hi = bounds.box_decision_bounds(X_eval, *self.coef_bounds())
             lower, upper = np.maximum(lower, box_lo), np.minimum(upper, box_hi)
         return lower, upper
+
+    def _box_applies(self, box):
+        """Whether bounds asked ``box`` intersect the ball's with the box's: a smooth loss (the
+        dual radius (11) is finite) whose box can narrow the ball (:attr:`Loss.box_narrows_ball`)."""
+        return box and np.isfinite(self.loss.smoothness) and self.loss.box_narrows_ball
 
     def sign_bounds(self, X_eval, intercept="fast"):
         """The bounds of :meth:`decision_bounds` as far as the signs need them: the ball's on
@@ -122,7 +128,8 @@ class Certificate:
         X_eval = check_X(X_eval, name="X_eval", n_features=self.n_features)  # (once: its rows pass as they are)
         lower, upper = self._checked_bounds(X_eval, intercept, box=False)
         rows = np.flatnonzero(~bounds.signs_decided(lower, upper))
-        if rows.size:  # (each row's bounds are its own; the intercept's bracket, shared, is cached)
+        if rows.size and self._box_applies(True):  # (each row's bounds are its own; the intercept's bracket,
+            # shared, is cached)
             lower[rows], upper[rows] = self._checked_bounds(X_eval[rows], intercept, box=True)
         return lower, upper
 
@@ -150,7 +157,7 @@ class Certificate:
         r = self.radius
         dev_norms = _deviation_norms(X_eval, x_ref)
         lower, upper = bounds.ball_decision_bounds(X_eval, self.coef_centre, r, dev_norms, self.intercept_centre)
-        if box and np.isfinite(self.loss.smoothness):
+        if self._box_applies(box):
             # (x − x̄)·w* over the box, plus ĉ = b̂ + x̄·ŵ
             c_hat = self.intercept_centre + x_ref @ self.coef_centre
             box_lo, box_hi = _box_bounds_shifted(X_eval, x_ref, *self.coef_bounds())

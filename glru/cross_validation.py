@@ -766,7 +766,8 @@ class _Engine:
         stop_early = stop_early and self.need == "labels"
         trains = (self.folds[k].train for k in indices)
         # the box of the early-stop check needs the training rows' column sums: the full data's less the
-        # dropped rows' (without early stop nothing asks for them)
+        # dropped rows' (without early stop, or a box, nothing asks for them)
+        summarize = stop_early and self.loss.box_narrows_ball
         full = self.checker.full if data is self.X else Problem(data, self.y, self.loss, None, self.fit_intercept)
         # LIBLINEAR's dual takes no start: a centre whose signs were found open is not checked again;
         # nor by LIBLINEAR's primal, which starts there (the folds come here certified at their centres)
@@ -776,7 +777,7 @@ class _Engine:
             data[train], self.y[train], self.loss,
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, None if cold else coef, intercept,
             data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
-            _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if stop_early else None,
+            _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if summarize else None,
             start_open=start_open)
             for k, train, (coef, intercept) in zip(indices, trains, centres))
         return Parallel(**self.parallel)(tasks)

@@ -100,10 +100,12 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         if outcome.rounded or need == "labels" and np.all(outcome.decided):
             return outcome
     method = fold_method(problem)
-    # the column summaries its solve and the bounds below both need, computed once
+    # the column summaries its solve and the bounds below both need, computed once (for the box only:
+    # none where it does not narrow the ball)
+    summaries = (problem.col_norms_sq, problem.dual_domain) if loss.box_narrows_ball else None
     coef, intercept = solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
-                                     X_test if need == "labels" else None, TOL_ROUNDING, method,
-                                     (problem.col_norms_sq, problem.dual_domain), signs, preconditioner)
+                                     X_test if need == "labels" else None, TOL_ROUNDING, method, summaries, signs,
+                                     preconditioner)
     intercept = intercept if fit_intercept else 0.0
     outcome = outcome_at(problem, coef, intercept, X_test, solved=True)
     if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):

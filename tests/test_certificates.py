@@ -265,3 +265,49 @@ def test_sign_bounds_decide_the_signs_the_full_bounds_decide(params):
     np.testing.assert_array_equal(signs_decided(lower, upper), signs_decided(full_lower, full_upper))
     ref = exact_fit(X_new, y_new, p["loss"], lam, kappa, p["fit_intercept"])
     assert_contains(lower, upper, *reference_interval(ref, X_eval), "sign_bounds")
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(8, 60), d=st.integers(1, 10), share=st.floats(0.01, 1.0),
+       steps=st.floats(0.0, 3.0))
+def test_squared_hinge_box_holds_the_ball_interval(seed, n, d, share, steps):
+    """SquaredHinge.box_narrows_ball: where no column's box is clipped (its x_ij·y_i of both signs)
+    and μ‖X_j‖² ≥ 4nλ for every column, the box's interval on a decision value holds the ball's,
+    at any centre with its KKT dual point: their intersection is the ball's interval."""
+    from glru.bounds import ball_decision_bounds, box_decision_bounds
+    from glru.certificate import certificate_at
+    from glru.losses import SquaredHinge
+    from glru.penalties import L2
+    from glru.problem import Problem, row_norms_sq
+
+    X, y = random_problem(seed, n, d, "squared_hinge")
+    loss = SquaredHinge()
+    lam = share * loss.smoothness * float(np.min(np.sum(X * X, axis=0))) / (4 * n)  # μ‖X_j‖² ≥ 4nλ
+    problem = Problem(X, y, loss, L2(lam), False)
+    lower_ends, upper_ends = problem.dual_domain
+    if not (np.all(np.isinf(lower_ends)) and np.all(np.isinf(upper_ends))):  # a clipped column
+        return
+    coef = np.random.default_rng(seed).standard_normal(d) * steps
+    cert = certificate_at(problem, coef)
+    X_eval = np.random.default_rng(seed + 1).standard_normal((6, d))
+    ball_lower, ball_upper = ball_decision_bounds(X_eval, coef, cert.radius, np.sqrt(row_norms_sq(X_eval)))
+    box_lower, box_upper = box_decision_bounds(X_eval, *cert.coef_bounds())
+    scale = 1e-9 * (1 + np.abs(ball_lower) + np.abs(ball_upper))
+    assert np.all(box_lower <= ball_lower + scale) and np.all(ball_upper <= box_upper + scale)
+
+
+def test_squared_hinge_bounds_leave_the_box_out():
+    """The squared hinge's bounds are the ball's, with or without ``box``, and never build the
+    dual domain's sums (a pass over the rows) for it."""
+    from glru.certificate import certificate_at
+    from glru.losses import SquaredHinge
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    X, y = random_problem(5, 60, 6, "squared_hinge", sparse=True)
+    problem = Problem(X[:50], y[:50], SquaredHinge(), L2(0.01), False)
+    cert = certificate_at(problem, np.full(6, 0.1))
+    with_box = cert.decision_bounds(X[50:])
+    np.testing.assert_array_equal(with_box, cert.decision_bounds(X[50:], box=False))
+    np.testing.assert_array_equal(cert.sign_bounds(X[50:]), with_box)
+    assert "dual_domain" not in vars(problem) and "dual_domain_terms" not in vars(problem)
