@@ -87,7 +87,7 @@ from .multinomial import (
     solve_multinomial,
     tighten_through,
 )
-from .problem import as_dense, row_norms_sq
+from .problem import as_dense, row_norms_sq, with_constant_column
 from .solver import newton_polish
 
 __all__ = ["MultinomialCrossValidation", "cross_validate_multinomial"]
@@ -664,11 +664,7 @@ def _loss_hessian(X, P, basis, fit_intercept):
     coordinates z = (W.ravel(), u), b = B u, for rows X (dense or CSR) with probabilities P."""
     n_rows, d = X.shape
     K = P.shape[1]
-    if fit_intercept:
-        Xa = sp.hstack([X, np.ones((n_rows, 1))], format="csr") if sp.issparse(X) else \
-            np.hstack([X, np.ones((n_rows, 1))])
-    else:
-        Xa = X
+    Xa = with_constant_column(X) if fit_intercept else X
     da = Xa.shape[1]
     if not sp.issparse(Xa):  # Σ_i (diag(p_i) − p_i p_iᵀ) ⊗ x̃_i x̃_iᵀ: one product for each part
         Y = (P[:, :, None] * Xa[:, None, :]).reshape(n_rows, K * da)

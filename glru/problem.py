@@ -354,6 +354,23 @@ def col_norms_sq(X, weights=None):
     return total
 
 
+def with_constant_column(X, value=1.0):
+    """X (dense or CSR) with a column of ``value`` appended. A CSR X gets one stored value more at
+    the end of each row (sorted indices stay sorted): SciPy's ``hstack`` goes through COO, 0.31 ms
+    on sparse 4720 × 158 (1.2 %) and 4.0 ms on 6974 × 321 (19 %), against 0.16 and 2.5 ms."""
+    n, d = X.shape
+    if not sp.issparse(X):
+        return np.hstack([X, np.full((n, 1), value, dtype=np.result_type(X.dtype, float))])
+    X = X.tocsr()
+    ends = X.indptr[1:]
+    indices = np.insert(X.indices.astype(np.result_type(X.indices.dtype, np.min_scalar_type(d)), copy=False),
+                        ends, d)
+    data = np.insert(X.data.astype(float, copy=False), ends, value)
+    out = sp.csr_matrix((data, indices, X.indptr + np.arange(n + 1, dtype=X.indptr.dtype)), shape=(n, d + 1))
+    out.has_sorted_indices = X.has_sorted_indices
+    return out
+
+
 def compact_indices(X):
     """A CSR X with 32-bit index arrays where they fit (a copy of the indices only; the values
     are shared), else X. Every sparse transpose or row selection otherwise makes its own 32-bit

@@ -35,6 +35,7 @@ from sklearn.svm import LinearSVC
 from glru._validation import check_X
 from glru.losses import get_loss
 from glru.penalties import get_penalty
+from glru.problem import with_constant_column
 
 # transformers whose output row depends on its input row only, and whose fit learns nothing
 # from the values of the data (it only records the number of features)
@@ -63,8 +64,7 @@ class LinearModel:
         """X with the constant column of a penalized intercept appended."""
         if self.intercept_scaling is None:
             return X
-        column = np.full((X.shape[0], 1), float(self.intercept_scaling))
-        return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
+        return with_constant_column(X, float(self.intercept_scaling))
 
     def carried_over(self, coef, intercept, old, new):
         """(coef, intercept) giving the same decision values on columns scaled by ``new`` as on

@@ -49,3 +49,34 @@ def test_carried_over_model_gives_the_same_decision_values(scaler, estimator, n_
         return model.design(Y * scaling[0] + scaling[1]) @ np.asarray(weights).T + bias
 
     np.testing.assert_allclose(decisions(*moved, new), decisions(coef, intercept, old), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr", "unsorted", "int64", "empty rows"])
+def test_design_appends_the_intercept_scaling_column(layout):
+    """LinearSVC's design: X with a column of ``intercept_scaling`` appended, the same matrix as
+    SciPy's hstack makes, sorted indices kept sorted (glru.problem.with_constant_column)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 7)) * (rng.random((30, 7)) < 0.4)
+    if layout == "empty rows":
+        X[[0, 4, 29]] = 0.0
+    model = linear_model(LinearSVC(intercept_scaling=2.5))
+    if layout == "dense":
+        np.testing.assert_array_equal(model.design(X), np.hstack([X, np.full((30, 1), 2.5)]))
+        return
+    A = sp.csr_matrix(X)
+    if layout == "unsorted":  # each row's entries reversed
+        A = sp.csr_matrix((np.concatenate([A.data[s:e][::-1] for s, e in zip(A.indptr[:-1], A.indptr[1:])]),
+                           np.concatenate([A.indices[s:e][::-1] for s, e in zip(A.indptr[:-1], A.indptr[1:])]),
+                           A.indptr), shape=A.shape)
+        A.has_sorted_indices = False
+    if layout == "int64":
+        A = sp.csr_matrix((A.data, A.indices.astype(np.int64), A.indptr.astype(np.int64)), shape=A.shape)
+    design = model.design(A)
+    design.check_format(full_check=True)
+    assert sp.issparse(design) and design.shape == (30, 8) and design.nnz == A.nnz + 30
+    np.testing.assert_array_equal(design.toarray(), np.hstack([X, np.full((30, 1), 2.5)]))
+    assert design.has_sorted_indices == (layout != "unsorted")
+    if layout != "unsorted":
+        assert design.has_sorted_indices and np.all(np.diff(design.indices[design.indptr[0]:design.indptr[1]]) > 0)
