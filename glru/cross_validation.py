@@ -1205,11 +1205,24 @@ def _centres_advantage(n, dim):
 def _semismooth_pays_off(X, fit_intercept):
     """Whether a fold's semismooth Newton solve (:mod:`glru.semismooth`: a Gram matrix, then
     ``SEMISMOOTH_STEPS`` factorizations of d̃ × d̃) is estimated to cost less than LIBLINEAR's dual
-    coordinate descent to the folds' gaps (``DUAL_SECONDS_PER_VALUE`` per stored value of X).
-    Measured a fold, semismooth / dual: dense 2000 × 500 0.24 / 0.65 s, madelon.t (dense
-    600 × 500, standardized) 0.06–0.10 / 0.22 s; sparse 4000 × 2000 (5 %) 1.9 / 0.23 s, sparse
-    2000 × 5000 (2 %) 8.3 / 0.05 s."""
-    return _semismooth_seconds(X, fit_intercept) <= DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
+    coordinate descent to the folds' gaps (:func:`_dual_seconds`). Measured a fold, semismooth / dual:
+    dense 2000 × 500 0.24 / 0.65 s, madelon.t (dense 600 × 500, standardized) 0.06–0.10 / 0.22 s;
+    sparse 4000 × 2000 (5 %) 1.9 / 0.23 s, sparse 2000 × 5000 (2 %) 8.3 / 0.05 s."""
+    return _semismooth_seconds(X, fit_intercept) <= _dual_seconds(X)
+
+
+def _dual_seconds(X):
+    """LIBLINEAR's dual coordinate descent on a fold of X's rows to the fold solves' gap:
+    ``DUAL_SECONDS_PER_VALUE`` per stored value of dense rows; on sparse rows, whose passes grow with
+    the rows, ``DUAL_SECONDS_PER_SPARSE_VALUE_ROW`` times n per stored value (measured a fold of
+    5-fold, to a relative gap of 1e-12, in s per value: 349 × 1333 (19 %, standardized) 5.2e-8,
+    339 × 934 (19 %, standardized) 6.2e-8, 564 × 1190 (10 %, standardized) 7.7e-8, 400 × 600 (10 %)
+    1.1–1.3e-7, 1128 × 1383 (4 %, standardized) 1.6e-7, 2000 × 2000 (2 %) 2.1e-7; and 2000 × 5000
+    (2 %) 2.4e-7, 4000 × 2000 (5 %) 5.7e-7, in the engine; dense rows crawl more, madelon.t
+    standardized 1.1–8e-7 from C = 0.01 to 10)."""
+    if sp.issparse(X):
+        return DUAL_SECONDS_PER_SPARSE_VALUE_ROW * X.shape[0] * X.nnz
+    return DUAL_SECONDS_PER_VALUE * X.size
 
 
 def _semismooth_seconds(X, fit_intercept):
@@ -1223,15 +1236,16 @@ def pivots_pay_off(problem, coef=None):
     are estimated to solve ``problem`` (or a fold like it) faster than LIBLINEAR's dual coordinate
     descent from 0: the rows' n × n Gram matrix and ``PIVOT_STEPS`` factorizations of the block of
     rows inside the margin at ``coef`` (the full fit's; all rows if None), against
-    ``DUAL_SECONDS_PER_VALUE`` per stored value. Dense rows with a few hundred inside the margin
-    pass; sparse Gaussian 2000 × 2000 (1200 of 1800 inside, 80,000 values) does not: there
-    LIBLINEAR's dual takes 7 ms a fold, the whole steps 0.2–0.3 s."""
+    :func:`_dual_seconds`. Dense rows with a few hundred inside the margin pass; sparse Gaussian
+    2000 × 2000 (1200 of 1800 inside, 80,000 values) does not: there LIBLINEAR's dual takes 7 ms a
+    fold, the whole steps 0.2–0.3 s. Nor, since the dual's estimate on sparse rows grows with their
+    number, sparse 349 × 1333 (19 %, standardized), where the whole steps took 9.0 ms a fold and the
+    dual 3.7 ms (LinearSVC 5-fold with a StandardScaler: 72 → 35 ms)."""
     if not (pivots_apply(problem) and dual_pieces_apply(problem)):
         return False
     inside = problem.n if coef is None else _curved_count(problem, coef, 0.0)
     X = problem.X
-    return gram_seconds(X.T) + PIVOT_STEPS * factor_seconds(inside) <= \
-        DUAL_SECONDS_PER_VALUE * (X.nnz if sp.issparse(X) else X.size)
+    return gram_seconds(X.T) + PIVOT_STEPS * factor_seconds(inside) <= _dual_seconds(X)
 
 
 PIVOT_STEPS = 15  # whole steps a fold: 5–18 measured (see glru.semismooth.PIVOT_MAX_ROWS_PER_FEATURE)
@@ -1288,6 +1302,7 @@ NEWTON_CG_PASSES = 100
 # 0.05 s, 2.4e-7)
 SEMISMOOTH_STEPS = 25
 DUAL_SECONDS_PER_VALUE = 7e-7
+DUAL_SECONDS_PER_SPARSE_VALUE_ROW = 1.3e-10  # (see _dual_seconds)
 CENTRES_ADVANTAGE = 3.0
 CHORD_ROWS_PER_DIM = 8  # from here on, the centres' estimate is trusted twice as much
 
