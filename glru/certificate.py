@@ -128,8 +128,8 @@ class Certificate:
         X_eval = check_X(X_eval, name="X_eval", n_features=self.n_features)  # (once: its rows pass as they are)
         lower, upper = self._checked_bounds(X_eval, intercept, box=False)
         rows = np.flatnonzero(~bounds.signs_decided(lower, upper))
-        if rows.size and self._box_applies(True):  # (each row's bounds are its own; the intercept's bracket,
-            # shared, is cached)
+        # (each row's bounds are its own; the intercept's bracket, shared, is cached)
+        if rows.size and self._box_applies(True):
             lower[rows], upper[rows] = self._checked_bounds(X_eval[rows], intercept, box=True)
         return lower, upper
 

@@ -51,10 +51,10 @@ def test_carried_over_model_gives_the_same_decision_values(scaler, estimator, n_
     np.testing.assert_allclose(decisions(*moved, new), decisions(coef, intercept, old), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("layout", ["dense", "csr", "unsorted", "int64", "empty rows"])
+@pytest.mark.parametrize("layout", ["dense", "csr", "unsorted", "int64", "empty rows", "duplicates"])
 def test_design_appends_the_intercept_scaling_column(layout):
     """LinearSVC's design: X with a column of ``intercept_scaling`` appended, the same matrix as
-    SciPy's hstack makes, sorted indices kept sorted (glru.problem.with_constant_column)."""
+    SciPy's hstack makes, canonical as it leaves it (glru.problem.with_constant_column)."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(3)
@@ -71,12 +71,18 @@ def test_design_appends_the_intercept_scaling_column(layout):
                            np.concatenate([A.indices[s:e][::-1] for s, e in zip(A.indptr[:-1], A.indptr[1:])]),
                            A.indptr), shape=A.shape)
         A.has_sorted_indices = False
+    if layout == "duplicates":  # each value stored twice, as two halves
+        rows = np.repeat(np.arange(30), np.diff(A.indptr))
+        order = np.argsort(np.concatenate([rows, rows]), kind="stable")
+        A = sp.csr_matrix((np.concatenate([A.data / 2, A.data / 2])[order],
+                           np.concatenate([A.indices, A.indices])[order], 2 * A.indptr), shape=A.shape)
+        assert A.nnz == 2 * np.count_nonzero(X)
     if layout == "int64":
         A = sp.csr_matrix((A.data, A.indices.astype(np.int64), A.indptr.astype(np.int64)), shape=A.shape)
     design = model.design(A)
     design.check_format(full_check=True)
-    assert sp.issparse(design) and design.shape == (30, 8) and design.nnz == A.nnz + 30
+    assert sp.issparse(design) and design.shape == (30, 8) and design.nnz == np.count_nonzero(X) + 30
     np.testing.assert_array_equal(design.toarray(), np.hstack([X, np.full((30, 1), 2.5)]))
-    assert design.has_sorted_indices == (layout != "unsorted")
-    if layout != "unsorted":
-        assert design.has_sorted_indices and np.all(np.diff(design.indices[design.indptr[0]:design.indptr[1]]) > 0)
+    # canonical, as SciPy's hstack leaves it: each row's indices increasing, the new column last
+    assert all(np.all(np.diff(design.indices[start:stop]) > 0) and design.indices[stop - 1] == 7
+               for start, stop in zip(design.indptr[:-1], design.indptr[1:]))
