@@ -371,7 +371,7 @@ def with_constant_column(X, value=1.0):
                         ends, d)
     data = np.insert(X.data.astype(float, copy=False), ends, value)
     out = sp.csr_matrix((data, indices, X.indptr + np.arange(n + 1, dtype=X.indptr.dtype)), shape=(n, d + 1))
-    out.has_sorted_indices = X.has_sorted_indices
+    out.has_canonical_format = True  # (X's rows were, and each gains its largest index once)
     return out
 
 
