@@ -33,6 +33,9 @@ class Problem:
         self._cache_abs_key, self._cache_abs_times = None, None
         self._cache_curvature = None
         self._cache_grad_key, self._cache_grad = None, None
+        # (curvatures, H): the Hessian for some mean-form curvatures ℓ''_i/n, known without forming it (a
+        # fold's at its start, glru.fold_hessian), or a callable that computes it; semismooth Newton starts from it
+        self.known_hessian = None
 
     @cached_property
     def XT(self):

@@ -59,7 +59,7 @@ def semismooth_newton(problem, z, check, max_steps):
         if done:
             return pivoted
     curvatures = _curvatures(problem, z)
-    hessian = problem.hessian(curvatures)
+    hessian = _first_hessian(problem, curvatures)
     unresolved = 0  # steps whose length φ' alone decided (see _search)
     for step_count in range(pivoted, max_steps):
         if check(*problem.split(z)) or unresolved == UNRESOLVED_STEPS:
@@ -141,7 +141,7 @@ class _PrimalPieces:
     rows change pieces (d̃ × d̃ factorizations)."""
 
     def __init__(self, problem, curvatures):
-        self.problem, self.hessian = problem, problem.hessian(curvatures)
+        self.problem, self.hessian = problem, _first_hessian(problem, curvatures)
 
     def minimizer(self, z, curvatures):
         upper = _factor(self.hessian, self.problem)
@@ -233,6 +233,18 @@ def _factor(hessian, problem):
 def _curvatures(problem, z):
     """ℓ''(x̃_i·z)/n, the mean form's row weights of H."""
     return problem.loss.second_derivative(problem.y, problem.margins(*problem.split(z))) / problem.n
+
+
+def _first_hessian(problem, curvatures):
+    """H for ``curvatures``: the problem's known Hessian (:attr:`glru.problem.Problem.known_hessian`,
+    computed here at its first use) corrected by the rows whose curvature differs, else formed."""
+    known = problem.known_hessian
+    if known is None:
+        return problem.hessian(curvatures)
+    if callable(known):
+        known = problem.known_hessian = known()
+    reference, hessian = known
+    return _updated(hessian.copy(), problem, np.flatnonzero(curvatures != reference), curvatures, reference)
 
 
 def _updated(hessian, problem, changed, new, old):

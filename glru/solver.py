@@ -38,7 +38,7 @@ question is already answered (the paper's Remark 3).
   the signs are right; the duality gap decides when to stop either way.
 
 ``method="auto"`` picks the elastic-net path when kappa > 0, semismooth Newton for a piecewise
-quadratic loss where its factorizations are cheap (:func:`_semismooth_by_default`) unless the rows
+quadratic loss where its factorizations are cheap (:func:`semismooth_by_default`) unless the rows
 are sparse, the start cold and no whole steps apply, and trust-region Newton otherwise — the
 fastest in ``benchmarks/bench_solvers.py`` (numbers in ``docs/benchmarks.md``) — with a budget
 of Hessian-vector products, past which damped Newton steps with the Hessian formed and factored
@@ -146,7 +146,7 @@ def _auto_method(problem, cold):
     # squared-hinge fits (see the module's docstring) but is not chosen here: it takes no start,
     # and it visits the rows in the order of C's rand(), so two equal calls stop at different
     # points within the tolerance; callers that certify or polish what it returns ask for it.
-    # Semismooth Newton where its factorizations are cheap (:func:`_semismooth_by_default`), for
+    # Semismooth Newton where its factorizations are cheap (:func:`semismooth_by_default`), for
     # larger d̃ where callers can weigh them against the data's size (glru.cross_validation); on
     # sparse rows from a cold start with more than a few rows a feature (no whole steps:
     # pivots_apply) only after trust-region Newton has spent its products (_products_budget): from
@@ -159,10 +159,10 @@ def _auto_method(problem, cold):
     if problem.penalty.kappa > 0:
         return "l-bfgs-b"
     cold_sparse = cold and sp.issparse(problem.X) and not pivots_apply(problem)
-    return "semismooth" if _semismooth_by_default(problem) and not cold_sparse else "newton"
+    return "semismooth" if semismooth_by_default(problem) and not cold_sparse else "newton"
 
 
-def _semismooth_by_default(problem):
+def semismooth_by_default(problem):
     """Whether semismooth Newton applies and its d̃ × d̃ factorizations are cheap enough (d̃ ≤
     ``SEMISMOOTH_CHEAP_DIM``, a few ms each) for it to be the default for a piecewise quadratic loss.
     There trust-region Newton–CG zigzags with the pieces, and on columns scaled over decades
@@ -308,7 +308,7 @@ def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, formed_fin
     if monitor.done(tol) or n_iter >= max_iter:
         return monitor.result("newton", n_iter)
     best_coef, best_intercept, _ = monitor.best
-    if formed_finish and (max_products is not None or _semismooth_by_default(problem)):
+    if formed_finish and (max_products is not None or semismooth_by_default(problem)):
         finish = _solve_semismooth(problem, best_coef, best_intercept, tol, max_iter - n_iter, stop_when)
         finish.n_iter += n_iter
         finish.method = "newton+" + finish.method
@@ -591,7 +591,7 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     ll_problem = _liblinear_problem(problem)
     # where semismooth Newton is cheap, one loose run gives it its start (see _DUAL_EPS_START); with
     # at least half as many rows as features, for held-out signs, LIBLINEAR's primal (_DUAL_EPS_PRIMAL_START)
-    cheap = _semismooth_by_default(problem) and _dual_may_crawl(problem)
+    cheap = semismooth_by_default(problem) and _dual_may_crawl(problem)
     primal = not cheap and stop_when is not None and problem.n >= _DUAL_PRIMAL_MIN_ROWS_PER_FEATURE * problem.d
     eps = _DUAL_EPS_START if cheap else _DUAL_EPS_PRIMAL_START if primal else _DUAL_EPS_SIGNS if stop_when else \
         _DUAL_EPS_ROUGH if tol >= _DUAL_ROUGH_TOL else _DUAL_EPS_FIRST
@@ -997,7 +997,7 @@ class SignsDecided:
 
 
 def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol, method="auto",
-                   column_summaries=None, signs=None, preconditioner=None, start_open=False):
+                   column_summaries=None, signs=None, preconditioner=None, start_open=False, known_hessian=None):
     """Solve the problem on (X_train, y_train) from (coef, intercept) by :func:`solve`'s
     ``method``, to relative gap ``tol`` and then polished (:func:`polish`); with ``X_test``,
     stop as soon as the signs of its decision values are certified (Remark 3). Returns (coef,
@@ -1008,10 +1008,12 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     the :class:`SignsDecided` of X_test to go on with, where the caller has checked the start
     (its next check waits for the radius the open rows need). ``preconditioner``: v ↦ M⁻¹v for
     the polish's conjugate gradients (M ≈ the Hessian up to a scale), where it is not formed.
-    ``start_open``: the caller found (coef, intercept) open on this problem (:func:`solve`)."""
+    ``start_open``: the caller found (coef, intercept) open on this problem (:func:`solve`).
+    ``known_hessian``: :attr:`Problem.known_hessian` (for semismooth Newton's steps)."""
     from .certificate import certificate_at  # (certificate imports this module)
 
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
+    problem.known_hessian = known_hessian
     if column_summaries is not None:  # the values of the two cached properties
         problem.col_norms_sq, problem.dual_domain = column_summaries
     stop_when = signs if signs is not None else None if X_test is None else SignsDecided(X_test)

@@ -87,6 +87,24 @@ class LinearModel:
             intercept = intercept + shift
         return coef, intercept
 
+    def fold_mapping(self, old, new):
+        """(r, u, k) such that the design's rows on columns scaled by ``new`` are x̃ ↦ r∘x̃ + u·x̃_k
+        of its rows on columns scaled by ``old`` ((a, c) of :func:`affine_scaling`), x̃ with the
+        intercept's coordinate where there is one (the penalized column, or the unpenalized
+        intercept's 1), k that coordinate (None where u = 0): the map of
+        :meth:`glru.fold_hessian.StartGram.fold_hessian`. None where no such map exists (a column
+        scaled by 0 in ``old``, or a shift with no intercept to carry it)."""
+        (a, c), (a_new, c_new) = old, new
+        if not np.all(a != 0):
+            return None
+        scales = a_new / a
+        shifts = c_new - scales * c
+        constant = self.intercept_scaling if self.intercept_scaling is not None else 1.0 if self.fit_intercept \
+            else None
+        if constant is None:
+            return (scales, np.zeros_like(scales), None) if not np.any(shifts) else None
+        return np.append(scales, 1.0), np.append(shifts / constant, 0.0), a.shape[0]
+
     def fitted(self, coef, intercept, classes, n_features):
         """A clone of the estimator with (coef, intercept) as its fitted solution: one row of
         ``coef`` (d,) and a scalar ``intercept`` for two classes, one per class (rows of a

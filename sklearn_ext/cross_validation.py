@@ -9,6 +9,7 @@ that need decision values or probabilities get every fold solved to a relative d
 centre.
 """
 
+import functools
 import time
 import warnings
 
@@ -28,8 +29,9 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, c
 from glru.blas import blas_for
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate, together_here
-from glru.fold_refit import (BALL_FIRST_ROWS, fold_method, refit_fold, refit_multinomial_fold,
-                             refit_one_vs_rest_fold, steps_together_pay_off)
+from glru.fold_hessian import StartGram
+from glru.fold_refit import (BALL_FIRST_ROWS, fold_method, refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold,
+                             start_gram_pays_off, steps_together_pay_off)
 from glru.fold_steps import fold_preconditioner, scaled_fold_starts, single_precision
 from glru.held_out import nonzero_counts, zero_unused_weights
 from glru.multinomial_cv import cross_validate_multinomial, solve_fold
@@ -276,6 +278,8 @@ class GLRUCrossValidator(BaseEstimator):
             start, preconditioner = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
                                               rough=rough)
         fitted = time.perf_counter()
+        start_gram = _start_gram(preprocessing, model, X_full, codes, start) \
+            if classes.size == 2 and X_full is not None and old is not None else None
         together = {}  # fold j → (its start, its fitted steps or None, polished, M_j⁻¹, stepped)
         if stepping:
             starts = _starts_together(model, X_in, single, codes, [splits[trainable[j]] for j in stepping], start,
@@ -295,7 +299,7 @@ class GLRUCrossValidator(BaseEstimator):
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, old,
                                          "values" if train_scores else need,
                                          *together.get(j, (previous_folds[j], None, False, preconditioner, False)),
-                                         rows=rows)
+                                         rows=rows, start_gram=start_gram)
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -689,8 +693,23 @@ def _starts_together(model, X_in, single, codes, splits, start, old, scales, shi
             for j, (z, done) in enumerate(zip(Z.T, polished))]
 
 
+def _start_gram(preprocessing, model, X_full, codes, start):
+    """The :class:`~glru.fold_hessian.StartGram` of the full design ``X_full`` at the full fit
+    ``start``, from which each binary fold's first Hessian is computed
+    (:meth:`LinearModel.fold_mapping`), where that pays (:func:`glru.fold_refit.start_gram_pays_off`:
+    the folds take semismooth Newton steps) and they start from the full fit carried over to their
+    scaling by one per-feature scaler; else None."""
+    targets = np.where(codes == 1, 1.0, -1.0)
+    if len(preprocessing.steps) != 1 or not start_gram_pays_off(
+            Problem(X_full, targets, model.loss, model.penalty_for(X_full.shape[0]), model.fit_intercept)):
+        return None
+    with blas_for(X_full):
+        return StartGram(X_full, targets, model.loss, *start, model.fit_intercept)
+
+
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, old, need, previous=None,
-                        fitted_steps=None, polished=False, preconditioner=None, stepped=False, rows=None):
+                        fitted_steps=None, polished=False, preconditioner=None, stepped=False, rows=None,
+                        start_gram=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``) where the dimensions agree, or (binary) from
     ``previous``: its solution at a neighbouring grid point if that has the smaller duality
@@ -704,7 +723,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     ``preconditioner``: what the fold's solve is preconditioned with, or None: a binary fold's
     v ↦ M_j⁻¹v from those steps, for its polish; a multinomial fold's, the full fit's factorized
     Hessian (:func:`_full_fit`). ``rows``: the :class:`_FoldRows` the folds share, where they run one
-    after another."""
+    after another. ``start_gram``: :func:`_start_gram`'s, or None."""
     train, test = split
     designs = _fold_designs(preprocessing, model, X, y, split, fitted_steps, rows)
     if isinstance(designs, _StepFailed):
@@ -712,8 +731,13 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     steps, X_train, X_test = designs
     coef, intercept = start
     new = affine_scaling(steps[-1])
+    known_hessian = None
     if old is not None and new is not None and not stepped:  # (a stepped fold starts where its steps ended)
         coef, intercept = model.carried_over(coef, intercept, old, new)
+        mapping = model.fold_mapping(old, new) if start_gram is not None else None
+        if mapping is not None:  # (computed where the fold's solve forms a Hessian)
+            known_hessian = functools.partial(start_gram.fold_hessian, train, test, X_test,
+                                              model.penalty_for(train.size), *mapping)
     if coef.shape[-1] != X_train.shape[1]:  # a step whose output width depends on the rows: from 0
         coef, intercept = np.zeros(coef.shape[:-1] + (X_train.shape[1],)), np.zeros_like(intercept)
     penalty = model.penalty_for(train.size)
@@ -725,7 +749,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
                 starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape
                                                 else [])
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                                 model.fit_intercept, starts, need, polished, preconditioner, stepped)
+                                 model.fit_intercept, starts, need, polished, preconditioner, stepped, known_hessian)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                              intercept, need, preconditioner)

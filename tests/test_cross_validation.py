@@ -1,5 +1,6 @@
 """GLRUCrossValidator and the drop-in cross_val_score against exact refits of every fold."""
 
+import contextlib
 import inspect
 import warnings
 
@@ -21,7 +22,9 @@ from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, Normalizer, OneHot
 from sklearn.svm import LinearSVC
 
 import glru.cross_validation as glru_cv
+import glru.fold_refit as glru_fold_refit
 from glru.costs import gram_seconds
+from glru.fold_hessian import StartGram
 from glru.losses import get_loss
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
 
@@ -300,6 +303,49 @@ def test_property_pipeline_learning_from_the_training_rows(seed, n, d, C, svc, s
     np.testing.assert_array_equal(got[ok], exact_scores(estimator, X, y, _Only(cv, ok)))
 
 
+@contextlib.contextmanager
+def _start_grams_used():
+    """Every fold's first Hessian taken from the full data's Gram matrix (its cost gate off:
+    glru.fold_refit.START_GRAM_MIN_SECONDS); yields a list that records each fold Hessian so computed."""
+    calls, computed = [], StartGram.fold_hessian
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(glru_fold_refit, "START_GRAM_MIN_SECONDS", 0.0)
+        patch.setattr(StartGram, "fold_hessian", lambda self, *args: calls.append(args) or computed(self, *args))
+        yield calls
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(12, 50), d=st.integers(1, 15), C=st.floats(1e-2, 1e2),
+       scaler=st.sampled_from([StandardScaler(), StandardScaler(with_mean=False), MinMaxScaler(), MaxAbsScaler()]),
+       fit_intercept=st.booleans(), sparse=st.booleans(), loo=st.booleans())
+def test_property_svc_folds_start_from_the_full_gram_matrix(seed, n, d, C, scaler, fit_intercept, sparse, loo):
+    """LinearSVC folds whose first Hessian comes from the full data's Gram matrix (every fold that
+    takes semismooth Newton's steps) score as exact refits do."""
+    sparse = sparse and not (isinstance(scaler, MinMaxScaler) or getattr(scaler, "with_mean", False))
+    X, y = scaled_problem(seed, n, d, sparse)
+    estimator = make_pipeline(clone(scaler), LinearSVC(C=C, fit_intercept=fit_intercept))
+    cv = LeaveOneOut() if loo else StratifiedKFold(3, shuffle=True, random_state=seed)
+    with _start_grams_used() as calls:
+        validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert validator.fallback_reason_ is None and len(calls) <= validator.n_retrained_
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+
+
+def test_svc_folds_start_from_the_full_gram_matrix_where_it_pays():
+    """Sparse 3000 × 100 (10 %) with a StandardScaler: every LinearSVC fold takes its first Hessian
+    from the full data's Gram matrix (at the default gate), and scores as an exact refit does."""
+    X, y = random_problem(8, 3000, 100, "logistic", sparse=True, density=0.1)
+    y = labels01(y)
+    estimator = make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=0.05))
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    assert gram_seconds(X) >= glru_fold_refit.START_GRAM_MIN_SECONDS
+    calls, computed = [], StartGram.fold_hessian
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StartGram, "fold_hessian", lambda self, *args: calls.append(args) or computed(self, *args))
+        validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert len(calls) == validator.n_retrained_ == 5
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+
+
 def _steps_taken_together(monkeypatch):
     """A list that records each call of the folds' Newton–CG steps taken together: (args, kwargs)."""
     import sklearn_ext.cross_validation as module
@@ -491,7 +537,8 @@ def test_scaled_folds_preconditioned_by_the_full_fit_equal_exact_refits(monkeypa
     calls, solves, solve = _steps_taken_together(monkeypatch), [], glru.fold_refit.solve_held_out
     monkeypatch.setattr(module, "steps_together_pay_off", lambda problem: True)
     monkeypatch.setattr(glru.fold_steps, "preconditioning_pays_off", lambda *args: True)
-    monkeypatch.setattr(glru.fold_refit, "solve_held_out", lambda *args: solves.append(1) or solve(*args))
+    monkeypatch.setattr(glru.fold_refit, "solve_held_out",
+                        lambda *args, **kwargs: solves.append(1) or solve(*args, **kwargs))
     X, y = scaled_problem(23, 300, 9, sparse)
     estimator = learned(make_pipeline(StandardScaler(), LogisticRegression(C=0.5, fit_intercept=fit_intercept)),
                         sparse)
