@@ -770,15 +770,14 @@ class _Engine:
         summarize = stop_early and self.loss.box_narrows_ball
         full = self.checker.full if data is self.X else Problem(data, self.y, self.loss, None, self.fit_intercept)
         # LIBLINEAR's dual takes no start: a centre whose signs were found open is not checked again;
-        # nor by LIBLINEAR's primal, which starts there (the folds come here certified at their centres)
+        # nor by the other solvers, which start there (the folds come here certified at their centres)
         cold = stop_early and self.fold_method == "liblinear-dual"
-        start_open = stop_early and self.fold_method == "liblinear"
         tasks = (delayed(solve_held_out)(
             data[train], self.y[train], self.loss,
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, None if cold else coef, intercept,
             data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
             _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if summarize else None,
-            start_open=start_open)
+            start_open=stop_early)
             for k, train, (coef, intercept) in zip(indices, trains, centres))
         return Parallel(**self.parallel)(tasks)
 

@@ -80,7 +80,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         evaluation, coef, intercept = min(((problem.duality_gap(*s), *s) for s in starts), key=lambda e: e[0].gap)
     else:
         coef, intercept = starts[0]
-    signs = None
+    signs, start_open = None, False
     if need == "labels":
         signs = SignsDecided(X_test)
         chord = chord_applies(problem)
@@ -94,11 +94,13 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
             strength = penalty.strong_convexity  # (the solve's checks then wait for the radius it needs)
             if signs.decided(lower, upper, primal_radius(evaluation.gap, strength) if strength > 0 else None):
                 return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)
+            start_open = not evaluation.converged(TOL_ROUNDING)  # (the solve does not evaluate it again)
         if chord and not polished:  # decided by chord steps long before rounding level, or a better start for the solve
             outcome, (coef, intercept) = chord_outcome(problem, coef, intercept, X_test,
                                                        lambda lower, upper: ~signs_decided(lower, upper))
             if outcome is not None:
                 return outcome
+            start_open = False  # (a point the chord steps reached)
     if polished:
         outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
         if outcome.rounded or need == "labels" and np.all(outcome.decided):
@@ -107,11 +109,12 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     # the column summaries its solve and the bounds below both need, computed once (for the box only:
     # none where it does not narrow the ball)
     summaries = (problem.col_norms_sq, problem.dual_domain) if loss.box_narrows_ball else None
-    coef, intercept = solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept,
-                                     X_test if need == "labels" else None, TOL_ROUNDING, method, summaries, signs,
-                                     preconditioner, known_hessian=known_hessian)
+    coef, intercept, evaluation = solve_held_out(
+        X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test if need == "labels" else None,
+        TOL_ROUNDING, method, summaries, signs, preconditioner, start_open, known_hessian,
+        evaluation if start_open else None, with_evaluation=True)
     intercept = intercept if fit_intercept else 0.0
-    outcome = outcome_at(problem, coef, intercept, X_test, solved=True)
+    outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
     if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):
         from sklearn.exceptions import ConvergenceWarning  # (as the engine's _warn_unsettled)
 

@@ -83,7 +83,7 @@ class SolverResult:
 
 
 def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=1000,
-          stop_when=None, method="auto", start_open=False):
+          stop_when=None, method="auto", start_open=False, start_evaluation=None):
     """Minimise ``problem``'s primal until relative gap ≤ ``tol`` or ``stop_when`` holds.
 
     Parameters
@@ -100,9 +100,12 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
     method : {"auto", "newton", "liblinear", "liblinear-dual", "semismooth", "formed-newton", "l-bfgs-b"}
     start_open : bool, default=False
         The caller has evaluated the start and found it open (its gap above ``tol``, ``stop_when``
-        False): LIBLINEAR's primal, whose first run is checked anyway, does not evaluate it again
-        (a gap and a sign check: 10 % of a fold's time on sparse binary 6000 × 2000). The other
-        methods check it (their first steps need its gradient).
+        False): it is not evaluated again (but by the elastic-net path; a gap and a sign check: 10 % of a fold's time on sparse
+        binary 6000 × 2000 by LIBLINEAR's primal; 2 of 4 gap evaluations a fold, with the last
+        point's, by semismooth Newton on sparse 7032 × 103 with a StandardScaler, 10-fold).
+    start_evaluation : GapEvaluation, optional
+        With ``start_open``, the start's gap evaluation, where the caller has it: the point the
+        result falls back on if no other is checked (else the start is evaluated then).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
@@ -113,30 +116,31 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
     intercept = float(intercept_init) if problem.fit_intercept else 0.0
     if auto:
         method = _auto_method(problem, cold=not (np.any(coef) or intercept))
+    open_start = (coef, intercept, start_evaluation) if start_open else None
     if method == "liblinear":
         if not _liblinear_applies(problem):
             raise ValueError("method='liblinear' needs an L2 penalty and a logistic, squared_hinge or squared loss.")
-        return _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when, start_open=start_open)
+        return _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when, open_start=open_start)
     if method == "liblinear-dual":
         if not _liblinear_dual_applies(problem):
             raise ValueError("method='liblinear-dual' needs the squared hinge, an L2 penalty and no "
                              "unpenalized intercept.")
-        return _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when)
+        return _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start)
     if method == "semismooth":
         if not _semismooth_applies(problem):
             raise ValueError("method='semismooth' needs an L2 penalty and a loss of piecewise constant curvature "
                              "(squared hinge, smoothed hinge, Huber).")
-        return _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when)
+        return _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when, open_start)
     if method == "formed-newton":
         if not (problem.penalty.kappa == 0 and problem.penalty.lam > 0):
             raise ValueError("method='formed-newton' needs an L2 penalty (lam > 0, kappa = 0).")
-        return _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when)
+        return _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when, open_start)
     if problem.penalty.kappa > 0:
         return _solve_elastic_net(problem, coef, intercept, tol, max_iter, stop_when)
     if method == "l-bfgs-b":
         raise ValueError("method='l-bfgs-b' is the elastic-net path; it needs kappa > 0.")
     return _solve_newton(problem, coef, intercept, tol, max_iter, stop_when,
-                         max_products=_products_budget(problem) if auto else None)
+                         max_products=_products_budget(problem) if auto else None, open_start=open_start)
 
 
 def _auto_method(problem, cold):
@@ -204,14 +208,25 @@ def optimal_intercept(problem, coef, intercept):
 class _GapMonitor:
     """Evaluates the gap (and the early-exit predicate) at iterates; raises StopIteration."""
 
-    def __init__(self, problem, tol, stop_when):
+    def __init__(self, problem, tol, stop_when, open_start=None):
         self.problem, self.tol, self.stop_when = problem, tol, stop_when
         self.best = None
         self.stopped_early = False
         self.skipped = None  # the last iterate check_iterate skipped, until a check follows
         self.signs_decided = None  # stop_when's full verdict at the best point, where settled() asked it
+        # (coef, intercept, its GapEvaluation or None): a start the caller found open (its gap above tol,
+        # stop_when False), which a check does not evaluate again; with its evaluation, the first best point
+        self.open_start = open_start
+        if open_start is not None and open_start[2] is not None:
+            self.best = (np.array(open_start[0], dtype=float), open_start[1], open_start[2])
 
     def check(self, coef, intercept):
+        start = self.open_start
+        if start is not None and intercept == start[1] and np.array_equal(coef, start[0]):
+            return False
+        return self._evaluate(coef, intercept)
+
+    def _evaluate(self, coef, intercept):
         problem = self.problem
         if problem.fit_intercept:
             intercept = optimal_intercept(problem, coef, intercept)
@@ -278,11 +293,28 @@ class _GapMonitor:
         """:meth:`check` the last iterate :meth:`check_iterate` skipped, if no check followed it."""
         return self.skipped is not None and self.check(*self.skipped)
 
+    def open_best(self):
+        """The best point so far as the ``open_start`` of a solver that goes on from it, if it is
+        open (its gap above tol: a check found ``stop_when`` False there), else None."""
+        best = self.best
+        return best if best is not None and not (self.stopped_early or best[2].converged(self.tol)) else None
+
     def done(self, tol):
         return self.stopped_early or (self.best is not None and self.best[2].converged(tol))
 
+    def start_point(self):
+        """(coef, intercept) to go on from: the best point so far, else the open start (not evaluated)."""
+        return (self.best if self.best is not None else self.open_start)[:2]
+
+    def best_point(self):
+        """(coef, intercept, GapEvaluation) of the best point so far (an open start given without
+        its evaluation, where no other point was checked, evaluated now)."""
+        if self.best is None:
+            self._evaluate(*self.open_start[:2])
+        return self.best
+
     def result(self, method, n_iter):
-        coef, intercept, ev = self.best
+        coef, intercept, ev = self.best_point()
         converged = ev.converged(self.tol)
         return SolverResult(coef, intercept, ev, n_iter, converged, self.stopped_early and not converged, method,
                             self.signs_decided)
@@ -293,23 +325,25 @@ class _GapMonitor:
 FAR_GAP, FAR_RADIUS = 16.0, 4.0
 
 
-def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, formed_finish=True, max_products=None):
+def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, formed_finish=True, max_products=None,
+                  open_start=None):
     """Trust-region Newton-CG, for at most ``max_products`` Hessian-vector products if given
     (:func:`_products_budget`); where it stalls or spends them, finish with Newton steps with
     the Hessian formed (:func:`glru.semismooth.semismooth_newton`: semismooth Newton for a
     piecewise quadratic loss where cheap; damped Newton for a smooth one whose products were
     spent) unless ``formed_finish`` is False (their own fallback), else with LIBLINEAR (where it
     applies and no early exit is asked for) or SciPy's line-search Newton-CG, each from the best
-    point so far."""
-    monitor = _GapMonitor(problem, tol, stop_when)
+    point so far. ``open_start``: see :class:`_GapMonitor`."""
+    monitor = _GapMonitor(problem, tol, stop_when, open_start)
     if monitor.check(coef, intercept):
         return monitor.result("newton", 0)
     n_iter = _run_scipy(problem, monitor, "trust-ncg", min(max_iter, _TRUST_NCG_BUDGET), max_products)
     if monitor.done(tol) or n_iter >= max_iter:
         return monitor.result("newton", n_iter)
-    best_coef, best_intercept, _ = monitor.best
+    best_coef, best_intercept, _ = monitor.best_point()
     if formed_finish and (max_products is not None or semismooth_by_default(problem)):
-        finish = _solve_semismooth(problem, best_coef, best_intercept, tol, max_iter - n_iter, stop_when)
+        finish = _solve_semismooth(problem, best_coef, best_intercept, tol, max_iter - n_iter, stop_when,
+                                   monitor.open_best())
         finish.n_iter += n_iter
         finish.method = "newton+" + finish.method
         return finish
@@ -365,18 +399,20 @@ def _semismooth_applies(problem):
     return problem.penalty.kappa == 0 and problem.penalty.lam > 0 and _piecewise_quadratic(problem.loss)
 
 
-def _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when):
+def _solve_semismooth(problem, coef, intercept, tol, max_iter, stop_when, open_start=None):
     """Damped semismooth Newton (:mod:`glru.semismooth`) with the gap monitor as its stopping
     rule; finished by trust-region Newton from its best point where its steps end short of the
-    gap (rounding level of the objective, or a Hessian it cannot factor)."""
-    monitor = _GapMonitor(problem, tol, stop_when)
+    gap (rounding level of the objective, or a Hessian it cannot factor). ``open_start``: see
+    :class:`_GapMonitor`."""
+    monitor = _GapMonitor(problem, tol, stop_when, open_start)
     steps = semismooth_newton(problem, problem.join(coef, intercept), monitor.check_iterate, max_iter)
     monitor.check_skipped()
     label = "semismooth" if _piecewise_quadratic(problem.loss) else "formed-newton"
     if monitor.done(tol) or steps >= max_iter:
         return monitor.result(label, steps)
-    best_coef, best_intercept, _ = monitor.best
-    finish = _solve_newton(problem, best_coef, best_intercept, tol, max_iter - steps, stop_when, formed_finish=False)
+    best_coef, best_intercept, _ = monitor.best_point()
+    finish = _solve_newton(problem, best_coef, best_intercept, tol, max_iter - steps, stop_when, formed_finish=False,
+                           open_start=monitor.open_best())
     finish.n_iter += steps
     finish.method = label + "+" + finish.method
     return finish
@@ -415,8 +451,7 @@ def _run_scipy(problem, monitor, method, max_iter, max_products=None):
             raise StopIteration
 
     for _ in range(3):
-        coef, intercept, _ = monitor.best
-        z = problem.join(coef, intercept)
+        z = problem.join(*monitor.start_point())
         try:
             res = minimize(problem.fun, z, jac=problem.grad, hessp=hessp, method=method,
                            callback=callback, options=dict(options, maxiter=max(max_iter - iterations, 1)))
@@ -573,7 +608,7 @@ _DUAL_CRAWL_GAP = 1e-2
 SEMISMOOTH_FINISH_DIM = 2048  # (d̃³/3 flops a factorization: 2.9e9, about 60 ms here)
 
 
-def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
+def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start=None):
     """LIBLINEAR's dual coordinate descent (``-s 1``), unless ``coef`` is good enough already:
     each run cold with a tighter tolerance, until the gap or ``stop_when`` is satisfied (a run that
     converges with signs open goes on: :meth:`_GapMonitor.settled`); finished
@@ -583,8 +618,8 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     single run where rows are at least half the features and only ``stop_when`` is awaited
     (``_DUAL_EPS_PRIMAL_START``), else by trust-region Newton; and by semismooth Newton after any
     run that leaves the gap far open (:func:`_dual_crawled`). A zero ``coef`` is not checked:
-    every run starts there anyway."""
-    monitor = _GapMonitor(problem, tol, stop_when)
+    every run starts there anyway; nor is an ``open_start`` (:class:`_GapMonitor`)."""
+    monitor = _GapMonitor(problem, tol, stop_when, open_start)
     if (np.any(coef) or max_iter < 1) and monitor.check(coef, 0.0):
         return monitor.result("liblinear-dual", 0)
     options = f"-s 1 -c {_liblinear_C(problem, 1)!r} -q"
@@ -611,28 +646,29 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when):
     finishing = _solve_semismooth if cheap or crawls else _solve_liblinear if primal else _solve_newton
     # (LIBLINEAR's primal goes on with this monitor: its start, the best point, is checked already)
     finish = finishing(problem, monitor.best[0], 0.0, tol, max_iter - n_iter, stop_when,
-                       **(dict(ll_problem=ll_problem, monitor=monitor) if finishing is _solve_liblinear else {}))
+                       **(dict(ll_problem=ll_problem, monitor=monitor) if finishing is _solve_liblinear else
+                          dict(open_start=monitor.open_best())))
     finish.n_iter += n_iter
     finish.method = "liblinear-dual+" + finish.method
     return finish
 
 
 def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll_problem=None, monitor=None,
-                     start_open=False):
+                     open_start=None):
     """LIBLINEAR's trust-region Newton (``-s 0``, ``2`` or ``11``) from (coef, intercept), rerun
     warm with a tighter tolerance until the gap or ``stop_when`` is satisfied (see
     ``_PRIMAL_EPS_SIGNS``), finished by trust-region Newton where its tolerances run out.
     ``ll_problem``: :func:`_liblinear_problem` of ``problem``, and ``monitor``: the
     :class:`_GapMonitor` that has checked (coef, intercept) already, where the caller has them;
-    ``start_open``: (coef, intercept) is not checked (see :func:`solve`)."""
+    ``open_start``: see :class:`_GapMonitor`."""
     solver = _LIBLINEAR_SOLVER[type(problem.loss)]
     options = f"-s {solver} -c {_liblinear_C(problem, solver)!r} -q" + (" -p 0" if solver == 11 else "")
     if problem.fit_intercept:
         options += " -B 1 -R"
     ll_problem = _liblinear_problem(problem) if ll_problem is None else ll_problem
     if monitor is None:
-        monitor = _GapMonitor(problem, tol, stop_when)
-        if (not start_open or max_iter < 1) and monitor.check(coef, intercept):
+        monitor = _GapMonitor(problem, tol, stop_when, open_start)
+        if monitor.check(coef, intercept):
             return monitor.result("liblinear", 0)
     eps, factor = (_PRIMAL_EPS_SIGNS, _PRIMAL_EPS_SIGNS_FACTOR) if stop_when is not None else \
         (1e-2 if solver != 11 else 1e-4, 0.1)
@@ -650,7 +686,8 @@ def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll
     if not (result.converged or result.stopped_early) and n_iter < max_iter:
         # LIBLINEAR's stopping rule is relative to its gradient at 0 and can stall far from the
         # gap tolerance (e.g. targets of order 1e-10); finish with Newton from its best point
-        finish = _solve_newton(problem, result.coef, result.intercept, tol, max_iter - n_iter, stop_when)
+        finish = _solve_newton(problem, result.coef, result.intercept, tol, max_iter - n_iter, stop_when,
+                               open_start=monitor.open_best())
         finish.n_iter += n_iter
         finish.method = "liblinear+newton"
         return finish
@@ -997,7 +1034,8 @@ class SignsDecided:
 
 
 def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol, method="auto",
-                   column_summaries=None, signs=None, preconditioner=None, start_open=False, known_hessian=None):
+                   column_summaries=None, signs=None, preconditioner=None, start_open=False, known_hessian=None,
+                   start_evaluation=None, with_evaluation=False):
     """Solve the problem on (X_train, y_train) from (coef, intercept) by :func:`solve`'s
     ``method``, to relative gap ``tol`` and then polished (:func:`polish`); with ``X_test``,
     stop as soon as the signs of its decision values are certified (Remark 3). Returns (coef,
@@ -1008,8 +1046,10 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     the :class:`SignsDecided` of X_test to go on with, where the caller has checked the start
     (its next check waits for the radius the open rows need). ``preconditioner``: v ↦ M⁻¹v for
     the polish's conjugate gradients (M ≈ the Hessian up to a scale), where it is not formed.
-    ``start_open``: the caller found (coef, intercept) open on this problem (:func:`solve`).
-    ``known_hessian``: :attr:`Problem.known_hessian` (for semismooth Newton's steps)."""
+    ``start_open``, ``start_evaluation``: the caller found (coef, intercept) open on this problem,
+    with that gap evaluation if given (:func:`solve`). ``known_hessian``: :attr:`Problem.known_hessian`
+    (for semismooth Newton's steps). ``with_evaluation``: (coef, intercept, the GapEvaluation there
+    or None where the point was polished after the solve) is returned."""
     from .certificate import certificate_at  # (certificate imports this module)
 
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
@@ -1017,7 +1057,8 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     if column_summaries is not None:  # the values of the two cached properties
         problem.col_norms_sq, problem.dual_domain = column_summaries
     stop_when = signs if signs is not None else None if X_test is None else SignsDecided(X_test)
-    result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when, method=method, start_open=start_open)
+    result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when, method=method, start_open=start_open,
+                   start_evaluation=start_evaluation)
     if not (result.converged or result.stopped_early):
         # a start the solver cannot leave (squared hinge, columns scaled over four decades, C = 100:
         # trust-region Newton and LIBLINEAR after it stalled at relative gap 1.0 from a fold's centre,
@@ -1032,13 +1073,14 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
         decided = stop_when is not None and stop_when(
             certificate_at(problem, result.coef, result.intercept, result.evaluation), always=True)
     if result.stopped_early or decided:
-        return result.coef, result.intercept
+        return (result.coef, result.intercept, result.evaluation) if with_evaluation else (result.coef, result.intercept)
     # a sign no certificate decides, or values: polished, with the Hessian formed where the solve found
     # its products dear (it ended on those steps) or it costs few of them
     formed = result.method.endswith("formed-newton") or _formed_polish_pays(problem)
-    return polish(problem, result.coef, result.intercept,
-                  newton_solve=dense_newton_solve(problem, frozen=True) if formed else None,
-                  preconditioner=None if formed else preconditioner)
+    polished = polish(problem, result.coef, result.intercept,
+                      newton_solve=dense_newton_solve(problem, frozen=True) if formed else None,
+                      preconditioner=None if formed else preconditioner)
+    return (*polished, None) if with_evaluation else polished
 
 
 def _formed_polish_pays(problem):

@@ -26,6 +26,7 @@ import glru.fold_refit as glru_fold_refit
 from glru.costs import gram_seconds
 from glru.fold_hessian import StartGram
 from glru.losses import get_loss
+from glru.problem import Problem
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
 
 from ._exact import TiesToFirstClass, exact_estimator, squared_hinge_optimum
@@ -332,17 +333,23 @@ def test_property_svc_folds_start_from_the_full_gram_matrix(seed, n, d, C, scale
 
 def test_svc_folds_start_from_the_full_gram_matrix_where_it_pays():
     """Sparse 3000 × 100 (10 %) with a StandardScaler: every LinearSVC fold takes its first Hessian
-    from the full data's Gram matrix (at the default gate), and scores as an exact refit does."""
+    from the full data's Gram matrix (at the default gate), evaluates the duality gap at no point
+    twice (its start's and its last point's are the solver's), and scores as an exact refit does."""
     X, y = random_problem(8, 3000, 100, "logistic", sparse=True, density=0.1)
     y = labels01(y)
     estimator = make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=0.05))
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
     assert gram_seconds(X) >= glru_fold_refit.START_GRAM_MIN_SECONDS
     calls, computed = [], StartGram.fold_hessian
+    points, gap = [], Problem.duality_gap
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(StartGram, "fold_hessian", lambda self, *args: calls.append(args) or computed(self, *args))
+        patch.setattr(Problem, "duality_gap", lambda self, w, b=0.0: points.append(
+            (id(self.X), self.X.shape, w.tobytes(), float(b))) or gap(self, w, b))
         validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
     assert len(calls) == validator.n_retrained_ == 5
+    fold_points = [p for p in points if p[1][0] < X.shape[0]]  # (the folds' own, not the full fit's)
+    assert fold_points and len(set(fold_points)) == len(fold_points)
     np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
 
 

@@ -517,10 +517,10 @@ def test_primal_liblinear_goes_on_where_it_converged_with_a_sign_open(monkeypatc
     v = X[360].toarray().ravel()
     X_test = sp.csr_matrix(v - (v @ w - 1e-7 * np.linalg.norm(v)) / (w @ w) * w)  # x·w = 1e-7‖v‖
     start = solver.solve(Problem(X, y, hinge, L2(1 / 400), False), tol=1e-12)
-    runs, checks, train, check = [], [], solver._liblinear_train, solver._GapMonitor.check
+    runs, checks, train, check = [], [], solver._liblinear_train, solver._GapMonitor._evaluate
     monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None:
                         runs.append(float(options.split("-e ")[1])) or train(ll_problem, options, init))
-    monkeypatch.setattr(solver._GapMonitor, "check", lambda self, *point: checks.append(1) or check(self, *point))
+    monkeypatch.setattr(solver._GapMonitor, "_evaluate", lambda self, *point: checks.append(1) or check(self, *point))
     monkeypatch.setattr(solver, "polish", lambda *args, **kwargs: pytest.fail("polished"))
     coef, _ = solver.solve_held_out(X[:360], y[:360], hinge, lam, False, start.coef, 0.0, X_test, 1e-15, "liblinear",
                                     start_open=True)
@@ -595,3 +595,37 @@ def test_dual_hands_a_crawl_to_semismooth_newton(monkeypatch, signs):
         np.testing.assert_array_equal(Z_test @ result.coef > 0, Z_test @ exact > 0)
     else:
         assert result.converged and result.evaluation.relative_gap <= 1e-4
+
+
+@pytest.mark.parametrize("method", ["semismooth", "formed-newton", "newton", "liblinear"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_an_open_start_is_not_evaluated_again(monkeypatch, method, fit_intercept):
+    """A start the caller found open (``start_open``, with its gap evaluation) is not evaluated
+    again by any method, and the solve reaches the optimum a cold one does; with no step to
+    take (``max_iter`` 0) the result is that start and its evaluation."""
+    import glru.solver as solver
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    loss = "squared_hinge" if method == "semismooth" else "logistic"
+    X, y = random_problem(23, 300, 12, loss, sparse=True)
+    problem = Problem(X, y, get_loss(loss), L2(1e-2), fit_intercept)
+    start = solver.solve(problem, tol=1e-2)
+    evaluation = problem.duality_gap(start.coef, start.intercept)
+    points, evaluate = [], solver._GapMonitor._evaluate
+    monkeypatch.setattr(solver._GapMonitor, "_evaluate",
+                        lambda self, coef, intercept: points.append((coef.copy(), intercept)) or
+                        evaluate(self, coef, intercept))
+    result = solver.solve(problem, start.coef, start.intercept, tol=1e-12, method=method, start_open=True,
+                          start_evaluation=evaluation)
+    assert points and not any(np.array_equal(c, start.coef) and b == start.intercept for c, b in points)
+    cold = solver.solve(Problem(X, y, get_loss(loss), L2(1e-2), fit_intercept), tol=1e-13, method="newton")
+    assert result.converged
+    radius = np.sqrt(2 * (result.evaluation.gap + cold.evaluation.gap) / 1e-2)
+    assert np.linalg.norm(np.append(result.coef - cold.coef, result.intercept - cold.intercept)) <= 2 * radius + 1e-12
+    if method in ("semismooth", "formed-newton"):  # (no step: nothing else is evaluated)
+        points.clear()
+        result = solver.solve(problem, start.coef, start.intercept, tol=1e-12, method=method, max_iter=0,
+                              start_open=True, start_evaluation=evaluation)
+        assert not points and result.evaluation is evaluation and np.array_equal(result.coef, start.coef)
