@@ -304,6 +304,31 @@ def test_property_pipeline_learning_from_the_training_rows(seed, n, d, C, svc, s
     np.testing.assert_array_equal(got[ok], exact_scores(estimator, X, y, _Only(cv, ok)))
 
 
+@pytest.mark.parametrize("refit", [False, True])
+def test_dual_folds_need_no_full_fit_for_scores(monkeypatch, refit):
+    """StandardScaler + LinearSVC folds with fewer rows than features, solved by LIBLINEAR's dual
+    (which takes no start): for the scores alone (no ``estimator_``) the full data are not solved,
+    and every score is still the exact refits'; with ``estimator_`` they are, and it is exact."""
+    import sklearn_ext.cross_validation as module
+
+    X, y = scaled_problem(3, 80, 200, True)
+    estimator = make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=5.0))
+    cv = StratifiedKFold(4, shuffle=True, random_state=2)
+    full_fits, solve = [], module.solve
+    monkeypatch.setattr(module, "solve", lambda problem, *args, **kwargs: full_fits.append(problem.n) or
+                        solve(problem, *args, **kwargs))
+    validator = GLRUCrossValidator(estimator, cv=cv)
+    validator._fit(X, y, refit=refit)
+    assert validator.n_retrained_ == 4
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+    if refit:  # (solved to rounding level by solve_held_out)
+        exact = exact_fold_estimator(estimator, X, y, np.arange(X.shape[0]))
+        np.testing.assert_allclose(validator.estimator_.decision_function(X), exact.decision_function(X), rtol=1e-6,
+                                   atol=1e-8)
+    else:
+        assert not full_fits and validator.estimator_ is None
+
+
 @contextlib.contextmanager
 def _start_grams_used():
     """Every fold's first Hessian taken from the full data's Gram matrix (its cost gate off:
