@@ -87,8 +87,10 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         # the ball at the start decides most leave-one-out folds (a start that fits the fold well);
         # a fold of many held-out rows, one of them near 0, it leaves open: none of the 10-fold
         # folds of a9a.t, mushrooms, w8a and madelon.t with a StandardScaler
-        # (a polished start's bounds are computed once, below)
-        if not polished and (not chord or stepped or X_test.shape[0] <= BALL_FIRST_ROWS):
+        # (a polished start's bounds are computed once, below; at a zero start every decision value is 0,
+        # inside the ball's interval: only the box could decide a sign there)
+        zero = not (np.any(coef) or intercept) and not loss.box_narrows_ball
+        if not polished and not zero and (not chord or stepped or X_test.shape[0] <= BALL_FIRST_ROWS):
             lower, upper, values, evaluation = certified_bounds(
                 problem, coef, intercept, X_test, signs_only=True, evaluation=evaluation)
             strength = penalty.strong_convexity  # (the solve's checks then wait for the radius it needs)
