@@ -49,7 +49,8 @@ class StartGram:
 def mapped_gram(gram, scales, shifts, constant):
     """M S Mᵀ for S = ``gram`` (symmetric) and M = diag(r) + u e_kᵀ: the Gram matrix of the rows
     x ↦ r∘x + u·x_k, r = ``scales``, u = ``shifts``, k = ``constant`` (None: u = 0), in O(d̃²)."""
-    mapped = gram * np.outer(scales, scales)
+    mapped = gram * scales[:, None]
+    mapped *= scales  # (no d̃ × d̃ outer product: 2.5 → 0.6 ms at d̃ = 459)
     if constant is None:
         return mapped
     if shifts[constant] != 0:

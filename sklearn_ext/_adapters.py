@@ -101,9 +101,12 @@ class LinearModel:
         shifts = c_new - scales * c
         constant = self.intercept_scaling if self.intercept_scaling is not None else 1.0 if self.fit_intercept \
             else None
+        if constant is None and np.any(shifts):
+            return None
         if constant is None:
-            return (scales, np.zeros_like(scales), None) if not np.any(shifts) else None
-        return np.append(scales, 1.0), np.append(shifts / constant, 0.0), a.shape[0]
+            return scales, np.zeros_like(scales), None
+        shifted = bool(np.any(shifts))  # (k only where there is a shift to carry)
+        return np.append(scales, 1.0), np.append(shifts / constant, 0.0), a.shape[0] if shifted else None
 
     def fitted(self, coef, intercept, classes, n_features):
         """A clone of the estimator with (coef, intercept) as its fitted solution: one row of
