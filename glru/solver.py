@@ -100,9 +100,10 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
     method : {"auto", "newton", "liblinear", "liblinear-dual", "semismooth", "formed-newton", "l-bfgs-b"}
     start_open : bool, default=False
         The caller has evaluated the start and found it open (its gap above ``tol``, ``stop_when``
-        False): it is not evaluated again (but by the elastic-net path; a gap and a sign check: 10 % of a fold's time on sparse
-        binary 6000 × 2000 by LIBLINEAR's primal; 2 of 4 gap evaluations a fold, with the last
-        point's, by semismooth Newton on sparse 7032 × 103 with a StandardScaler, 10-fold).
+        False): no method but the elastic-net path evaluates it again. A gap and a sign check:
+        10 % of a fold's time on sparse binary 6000 × 2000 by LIBLINEAR's primal; with a
+        StandardScaler, 10-fold on sparse 7032 × 103, 2 of a fold's 4 gap evaluations by semismooth
+        Newton (the other, its last point's, is :func:`solve_held_out`'s ``with_evaluation``).
     start_evaluation : GapEvaluation, optional
         With ``start_open``, the start's gap evaluation, where the caller has it: the point the
         result falls back on if no other is checked (else the start is evaluated then).
