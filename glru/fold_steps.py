@@ -27,6 +27,7 @@ from .duality import EPS
 from .hessian import DENSE_MAX_DIM
 from .newton_centres import weighted_gram
 from .problem import curved_rows
+from .standardization import relative_scaling
 
 ARMIJO = 1e-4  # sufficient decrease of a backtracked step, as a share of the linear prediction
 MAX_HALVINGS = 30
@@ -350,9 +351,7 @@ def fold_preconditioner(X, y, loss, fit_intercept, coef, intercept, strength, sc
     if not preconditioning_pays_off(X, fit_intercept, scales.shape[1]):
         return None
     a, c = old
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = scales / a[:, None]
-    offsets = shifts - ratios * c[:, None]
+    ratios, offsets = relative_scaling(old, (scales, shifts))
     if not (np.all(np.isfinite(ratios)) and np.all(ratios > 0)) or not fit_intercept and np.any(offsets != 0) \
             or sp.issparse(X) and np.any(c != 0):
         return None

@@ -21,6 +21,19 @@ from .duality import EPS
 MOMENT_CHUNK_FLOATS = 1 << 18  # dense rows a chunk at a time: the deviations' temporary stays at 2 MiB
 
 
+def relative_scaling(old, new):
+    """(ρ, t) with z' = ρ∘z + t for the columns z = a∘x + c scaled by ``old`` = (a, c) and
+    z' = a'∘x + c' by ``new`` = (a', c'): ρ = a'/a and t = c' − ρ∘c, a fold's scaling in terms of the
+    full data's. a' and c' may be (d, m), one fold's scaling a column. ρ is not finite where a
+    column of ``old`` is scaled by 0."""
+    (a, c), (a_new, c_new) = old, new
+    if np.ndim(a_new) > 1:
+        a, c = a[:, None], c[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = a_new / a
+    return ratios, c_new - ratios * c
+
+
 def fold_standardizations(X, held_out, with_mean=True, with_std=True):
     """((a, c) of all rows, scales, shifts): per-feature a∘x + c standardizing the rows of X, and
     as the columns of the (d, K) arrays ``scales`` and ``shifts`` those standardizing the rows of

@@ -36,6 +36,7 @@ from glru._validation import check_X
 from glru.losses import get_loss
 from glru.penalties import get_penalty
 from glru.problem import with_constant_column
+from glru.standardization import relative_scaling
 
 # transformers whose output row depends on its input row only, and whose fit learns nothing
 # from the values of the data (it only records the number of features)
@@ -92,13 +93,12 @@ class LinearModel:
         of its rows on columns scaled by ``old`` ((a, c) of :func:`affine_scaling`), x̃ with the
         intercept's coordinate where there is one (the penalized column, or the unpenalized
         intercept's 1), k that coordinate (None where u = 0): the map of
-        :meth:`glru.fold_hessian.StartGram.fold_hessian`. None where no such map exists (a column
+        :meth:`glru.fold_hessian.StartGram.fold_hessian` (r and u from
+        :func:`glru.standardization.relative_scaling`). None where no such map exists (a column
         scaled by 0 in ``old``, or a shift with no intercept to carry it)."""
-        (a, c), (a_new, c_new) = old, new
-        if not np.all(a != 0):
+        scales, shifts = relative_scaling(old, new)
+        if not np.all(np.isfinite(scales)):
             return None
-        scales = a_new / a
-        shifts = c_new - scales * c
         constant = self.intercept_scaling if self.intercept_scaling is not None else 1.0 if self.fit_intercept \
             else None
         if constant is None and np.any(shifts):
@@ -106,7 +106,7 @@ class LinearModel:
         if constant is None:
             return scales, np.zeros_like(scales), None
         shifted = bool(np.any(shifts))  # (k only where there is a shift to carry)
-        return np.append(scales, 1.0), np.append(shifts / constant, 0.0), a.shape[0] if shifted else None
+        return np.append(scales, 1.0), np.append(shifts / constant, 0.0), scales.shape[0] if shifted else None
 
     def fitted(self, coef, intercept, classes, n_features):
         """A clone of the estimator with (coef, intercept) as its fitted solution: one row of
