@@ -52,33 +52,43 @@ def semismooth_newton(problem, z, check, max_steps):
     """Semismooth Newton steps on ``problem`` (an L2 :class:`glru.problem.Problem`) from z = (w, b),
     whole ones first where :func:`pivots_apply` (:func:`_pivot`), then damped ones, until
     ``check(coef, intercept)`` returns True, a step is at rounding level or no longer decreases
-    the objective, or H cannot be factored (:func:`_factor`). Returns the number of steps taken."""
+    the objective, or H cannot be factored (:func:`_factor`). Returns the number of steps taken.
+    The damped steps' last Hessian is left as the problem's ``known_hessian``, with the curvatures
+    of the last point (a StartGram takes the full fit's: :meth:`glru.fold_hessian.StartGram.from_known`)."""
     pivoted = 0
     if pivots_apply(problem):
         z, pivoted, done = _pivot(problem, z, check, max_steps)
         if done:
             return pivoted
+    steps, curvatures, hessian = _damped_steps(problem, z, check, pivoted, max_steps)
+    problem.known_hessian = (curvatures, hessian)
+    return steps
+
+
+def _damped_steps(problem, z, check, first, max_steps):
+    """:func:`semismooth_newton`'s damped steps, counted from ``first``: (steps, the curvatures of
+    the last point, the Hessian for them)."""
     curvatures = _curvatures(problem, z)
     hessian = _first_hessian(problem, curvatures)
     unresolved = 0  # steps whose length φ' alone decided (see _search)
-    for step_count in range(pivoted, max_steps):
+    for step_count in range(first, max_steps):
         if check(*problem.split(z)) or unresolved == UNRESOLVED_STEPS:
-            return step_count
+            return step_count, curvatures, hessian
         taken = _damped_step(problem, z, hessian)
         if taken is None:
-            return step_count
+            return step_count, curvatures, hessian
         length, step, resolved = taken
         unresolved += not resolved
         with np.errstate(over="ignore"):  # a wild start (an intercept of 1e249) has no finite norm
             at_rounding = length * np.linalg.norm(step) <= 4 * EPS * (1.0 + np.linalg.norm(z))
         if length == 0.0 or at_rounding:
-            return step_count
+            return step_count, curvatures, hessian
         z = z + length * step
         new = _curvatures(problem, z)
         hessian = _updated(hessian, problem, np.flatnonzero(new != curvatures), new, curvatures)
         curvatures = new
     check(*problem.split(z))
-    return max_steps
+    return max_steps, curvatures, hessian
 
 
 def pivots_apply(problem):

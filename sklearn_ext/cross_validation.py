@@ -273,12 +273,12 @@ class GLRUCrossValidator(BaseEstimator):
                 trains = [splits[trainable[j]][0] for j in stepping]
                 fold_pre, scales, shifts = _fitted_scalings(preprocessing, X, y, trains)
         if rough_steps:
-            start, preconditioner = _rough_full_fit(model, X_in, single, codes, old, previous_full), None
+            start, preconditioner, known = _rough_full_fit(model, X_in, single, codes, old, previous_full), None, None
         else:
-            start, preconditioner = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
-                                              rough=rough)
+            start, preconditioner, known = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
+                                                     rough=rough)
         fitted = time.perf_counter()
-        start_gram = _start_gram(preprocessing, model, X_full, codes, start) \
+        start_gram = _start_gram(preprocessing, model, X_full, codes, start, known) \
             if classes.size == 2 and X_full is not None and old is not None else None
         together = {}  # fold j → (its start, its fitted steps or None, polished, M_j⁻¹, stepped)
         if stepping:
@@ -512,7 +512,7 @@ def _scaled_in_place(step, rows):
 
 
 def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
-    """((coef, intercept), preconditioner) of ``model`` on (X, class ``codes``): the start of the
+    """((coef, intercept), preconditioner, known) of ``model`` on (X, class ``codes``): the start of the
     folds of :meth:`GLRUCrossValidator._fit_learned`, and, ``exact`` to rounding, its ``estimator_``;
     otherwise (no ``estimator_`` asked for: :func:`cross_val_score`, a grid point of
     :class:`~sklearn_ext.GLRUSearchCV`) solved to the relative gap ``START_TOL`` only, far closer
@@ -525,7 +525,8 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
     intercept) of the same shapes to start from (the optimum at a neighbouring grid point, on
     the same X), else zeros. ``preconditioner``: for a multinomial model, the factorized Hessian
     at the solution that its folds' Newton steps start with (:func:`glru.multinomial_cv.solve_fold`),
-    else None."""
+    else None. ``known``: for two classes solved only to a start, the Hessian its semismooth Newton
+    steps left (:attr:`glru.problem.Problem.known_hessian`, for :func:`_start_gram`), else None."""
     shape = (X.shape[1],) if n_classes == 2 else (n_classes, X.shape[1])
     coef, intercept = start if start is not None and start[0].shape == shape else (np.zeros(shape), np.zeros(shape[:-1]))
     if n_classes > 2 and model.multiclass == "multinomial":
@@ -533,7 +534,7 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
             coef, intercept, factor = solve_fold(X, codes, n_classes, model.penalty_for(X.shape[0]).lam,
                                                  model.fit_intercept, coef, intercept, with_factor=True,
                                                  tol=MULTINOMIAL_ROUGH_TOL if rough else None)
-        return (coef, intercept), factor
+        return (coef, intercept), factor, None
     penalty = model.penalty_for(X.shape[0])
     # as the folds are solved (glru.fold_refit.fold_method): Newton steps with the Hessian formed where it is cheap
     # (w8a standardized 0.8 s against 1.9 s by Newton–CG until its products ran out), and the squared hinge's dual
@@ -546,7 +547,9 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
         # ROUGH_START_TOL its ball decided no fold of 20 configurations (StandardScaler(with_mean=False) +
         # LinearSVC on sparse Gaussian data, 5- and 10-fold, 308 × 927 to 1128 × 1383); the start given (or
         # 0) centres them instead
-        return (coef, intercept), None
+        return (coef, intercept), None, None
+
+    known = []  # (the binary problem's Hessian left by its solve)
 
     def solved(c):  # one-vs-rest: each class against the rest
         targets, at = np.where(codes == c, 1.0, -1.0), (coef if n_classes == 2 else coef[c],
@@ -556,13 +559,15 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
         # (LIBLINEAR's folds, where every fold holds out many rows, take nothing from it but a first certificate's
         # centre: to ROUGH_START_TOL, as the engine's, see glru.cross_validation.cross_validate's start_tol)
         tol = ROUGH_START_TOL if rough and method.startswith("liblinear") else START_TOL
-        fit = solve(Problem(X, targets, model.loss, penalty, model.fit_intercept), *at, tol=tol, method=method)
+        problem = Problem(X, targets, model.loss, penalty, model.fit_intercept)
+        fit = solve(problem, *at, tol=tol, method=method)
+        known.append(problem.known_hessian)
         return fit.coef, fit.intercept
     with blas_for(X):
         solutions = [solved(c) for c in ([1] if n_classes == 2 else range(n_classes))]
     if n_classes == 2:
-        return solutions[0], None
-    return (np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)), None
+        return solutions[0], None, known[0] if known else None
+    return (np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)), None, None
 
 
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
@@ -700,18 +705,20 @@ def _starts_together(model, X_in, single, codes, splits, start, old, scales, shi
             for j, (z, done) in enumerate(zip(Z.T, polished))]
 
 
-def _start_gram(preprocessing, model, X_full, codes, start):
+def _start_gram(preprocessing, model, X_full, codes, start, known=None):
     """The :class:`~glru.fold_hessian.StartGram` of the full design ``X_full`` at the full fit
-    ``start``, from which each binary fold's first Hessian is computed
-    (:meth:`LinearModel.fold_mapping`), where that pays (:func:`glru.fold_refit.start_gram_pays_off`:
-    the folds take semismooth Newton steps) and they start from the full fit carried over to their
-    scaling by one per-feature scaler; else None."""
+    ``start`` (from the Hessian ``known`` its solve left, where that is for its curvatures), from
+    which each binary fold's first Hessian is computed (:meth:`LinearModel.fold_mapping`), where
+    that pays (:func:`glru.fold_refit.start_gram_pays_off`: the folds take semismooth Newton steps)
+    and they start from the full fit carried over to their scaling by one per-feature scaler; else
+    None."""
     targets = np.where(codes == 1, 1.0, -1.0)
+    penalty = model.penalty_for(X_full.shape[0])
     if len(preprocessing.steps) != 1 or not start_gram_pays_off(
-            Problem(X_full, targets, model.loss, model.penalty_for(X_full.shape[0]), model.fit_intercept)):
+            Problem(X_full, targets, model.loss, penalty, model.fit_intercept)):
         return None
     with blas_for(X_full):
-        return StartGram(X_full, targets, model.loss, *start, model.fit_intercept)
+        return StartGram(X_full, targets, model.loss, *start, model.fit_intercept, known, penalty)
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, old, need, previous=None,

@@ -80,3 +80,30 @@ def test_fold_hessian_is_the_folds_own_at_the_carried_over_start(scaler, sparse,
         np.testing.assert_allclose(reference, own, rtol=1e-9)
     formed = problem.hessian(reference)
     np.testing.assert_allclose(hessian, formed, rtol=0, atol=1e-11 * np.abs(formed).max())
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_start_gram_takes_the_hessian_the_full_fit_left(monkeypatch, fit_intercept):
+    """Semismooth Newton leaves its last Hessian on the problem; a StartGram at the point it
+    returned takes it (no Gram matrix formed) and equals the one formed, and forms its own where
+    the Hessian is for other curvatures."""
+    import glru.fold_hessian
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.solver import solve
+
+    X, y = scaled_problem(9, 200, 12, True)
+    targets, loss, penalty = np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(0.01)
+    problem = Problem(X, targets, loss, penalty, fit_intercept)
+    fit = solve(problem, tol=1e-10, method="semismooth")
+    formed = StartGram(X, targets, loss, fit.coef, fit.intercept, fit_intercept).gram
+    grams, gram = [], glru.fold_hessian.weighted_gram
+    monkeypatch.setattr(glru.fold_hessian, "weighted_gram", lambda *args: grams.append(1) or gram(*args))
+    taken = StartGram(X, targets, loss, fit.coef, fit.intercept, fit_intercept, problem.known_hessian, penalty)
+    assert not grams
+    np.testing.assert_allclose(taken.gram, formed, rtol=0, atol=1e-10 * np.abs(formed).max())
+    elsewhere = StartGram(X, targets, loss, np.zeros_like(fit.coef), 0.0, fit_intercept, problem.known_hessian,
+                          penalty)
+    assert grams == [1]
+    np.testing.assert_allclose(elsewhere.gram, StartGram(X, targets, loss, np.zeros_like(fit.coef), 0.0,
+                                                         fit_intercept).gram)
