@@ -34,7 +34,8 @@ class Problem:
         self._cache_curvature = None
         self._cache_grad_key, self._cache_grad = None, None
         # (curvatures, H): the Hessian for some mean-form curvatures ℓ''_i/n, known without forming it (a
-        # fold's at its start, glru.fold_hessian), or a callable that computes it; semismooth Newton starts from it
+        # fold's at its start, glru.fold_hessian), or a callable that computes it; semismooth Newton starts from
+        # it, and leaves its own last one here
         self.known_hessian = None
 
     @cached_property

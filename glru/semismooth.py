@@ -54,7 +54,7 @@ def semismooth_newton(problem, z, check, max_steps):
     ``check(coef, intercept)`` returns True, a step is at rounding level or no longer decreases
     the objective, or H cannot be factored (:func:`_factor`). Returns the number of steps taken.
     The damped steps' last Hessian is left as the problem's ``known_hessian``, with the curvatures
-    of the last point (a StartGram takes the full fit's: :meth:`glru.fold_hessian.StartGram.from_known`)."""
+    of the last point (the full fit's is a :class:`glru.fold_hessian.StartGram`'s ``known``)."""
     pivoted = 0
     if pivots_apply(problem):
         z, pivoted, done = _pivot(problem, z, check, max_steps)
