@@ -549,25 +549,24 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
         # 0) centres them instead
         return (coef, intercept), None, None
 
-    known = []  # (the binary problem's Hessian left by its solve)
-
-    def solved(c):  # one-vs-rest: each class against the rest
+    def solved(c):  # one-vs-rest: each class against the rest; (coef, intercept, the Hessian its solve left)
         targets, at = np.where(codes == c, 1.0, -1.0), (coef if n_classes == 2 else coef[c],
                                                         float(intercept if n_classes == 2 else intercept[c]))
         if exact:  # (solved, then polished to rounding)
-            return solve_held_out(X, targets, model.loss, penalty, model.fit_intercept, *at, None, TOL_ROUNDING, method)
+            return (*solve_held_out(X, targets, model.loss, penalty, model.fit_intercept, *at, None, TOL_ROUNDING,
+                                    method), None)
         # (LIBLINEAR's folds, where every fold holds out many rows, take nothing from it but a first certificate's
         # centre: to ROUGH_START_TOL, as the engine's, see glru.cross_validation.cross_validate's start_tol)
         tol = ROUGH_START_TOL if rough and method.startswith("liblinear") else START_TOL
         problem = Problem(X, targets, model.loss, penalty, model.fit_intercept)
         fit = solve(problem, *at, tol=tol, method=method)
-        known.append(problem.known_hessian)
-        return fit.coef, fit.intercept
+        return fit.coef, fit.intercept, problem.known_hessian
     with blas_for(X):
         solutions = [solved(c) for c in ([1] if n_classes == 2 else range(n_classes))]
     if n_classes == 2:
-        return solutions[0], None, known[0] if known else None
-    return (np.vstack([c for c, _ in solutions]), np.array([b for _, b in solutions], dtype=float)), None, None
+        coef, intercept, known = solutions[0]
+        return (coef, intercept), None, known
+    return (np.vstack([c for c, _, _ in solutions]), np.array([b for _, b, _ in solutions], dtype=float)), None, None
 
 
 START_TOL = 1e-8  # relative gap of a full fit that only starts the folds (see _full_fit)
