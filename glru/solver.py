@@ -602,7 +602,7 @@ def _dual_crawled(problem, monitor):
     Where the dual does not crawl its 1e-4 runs leave 1e-7–1e-5 (Gaussian 2000 × 2000, binary
     3000 × 3000, binary 3000 × 20000)."""
     return problem.d + problem.fit_intercept <= SEMISMOOTH_FINISH_DIM and \
-        monitor.best[2].relative_gap > _DUAL_CRAWL_GAP
+        monitor.best_point()[2].relative_gap > _DUAL_CRAWL_GAP
 
 
 _DUAL_CRAWL_GAP = 1e-2
@@ -640,13 +640,13 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start=No
         crawls = not cheap and _dual_crawled(problem, monitor)
         if cheap or primal or crawls:
             break
-        gap = monitor.best[2].gap
+        gap = monitor.best_point()[2].gap
         eps *= _DUAL_EPS_FACTOR
     if n_iter >= max_iter:
         return monitor.result("liblinear-dual", n_iter)
     finishing = _solve_semismooth if cheap or crawls else _solve_liblinear if primal else _solve_newton
     # (LIBLINEAR's primal goes on with this monitor: its start, the best point, is checked already)
-    finish = finishing(problem, monitor.best[0], 0.0, tol, max_iter - n_iter, stop_when,
+    finish = finishing(problem, monitor.best_point()[0], 0.0, tol, max_iter - n_iter, stop_when,
                        **(dict(ll_problem=ll_problem, monitor=monitor) if finishing is _solve_liblinear else
                           dict(open_start=monitor.open_best())))
     finish.n_iter += n_iter
@@ -681,7 +681,7 @@ def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll
         z = _liblinear_train(ll_problem, options + f" -e {eps!r}", init=z)
         if (monitor.check(*problem.split(z)) and monitor.settled(previous_gap)) or eps < 1e-15:
             break
-        previous_gap = monitor.best[2].gap
+        previous_gap = monitor.best_point()[2].gap
         eps *= factor
     result = monitor.result("liblinear", n_iter)
     if not (result.converged or result.stopped_early) and n_iter < max_iter:

@@ -139,6 +139,8 @@ def test_full_estimator_is_the_exact_fit():
 @example(seed=199, n=8, d=2, C=8.0, fit_intercept=False, svc=True, sparse=True, loo=False)
 # margins in the thousands: a curvature sum of about 1e-300 at the intercept bracket's root overflowed its width
 @example(seed=1843, n=20, d=9, C=835.0, fit_intercept=True, svc=False, sparse=False, loo=False)
+# a fold's LIBLINEAR run returned its open start unchanged, so no point had been evaluated yet
+@example(seed=0, n=8, d=3, C=2.0, fit_intercept=False, svc=True, sparse=True, loo=False)
 def test_property_scores_equal_exact_refits(seed, n, d, C, fit_intercept, svc, sparse, loo):
     X, y = random_problem(seed, n, d, "logistic", sparse=sparse)
     y = labels01(y)

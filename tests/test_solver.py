@@ -629,3 +629,25 @@ def test_an_open_start_is_not_evaluated_again(monkeypatch, method, fit_intercept
         result = solver.solve(problem, start.coef, start.intercept, tol=1e-12, method=method, max_iter=0,
                               start_open=True, start_evaluation=evaluation)
         assert not points and result.evaluation is evaluation and np.array_equal(result.coef, start.coef)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_liblinear_returning_an_open_start_unevaluated_evaluates_it_once(monkeypatch, fit_intercept):
+    """An open start given without its evaluation, at which LIBLINEAR's first run stops at once
+    (its own criterion met there): the solve evaluates that start once, when it needs its gap,
+    and goes on to the optimum (hypothesis found a fold of LinearSVC where it failed instead)."""
+    import glru.solver as solver
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+
+    X, y = random_problem(5, 200, 8, "squared_hinge", sparse=True)
+    problem = Problem(X, y, get_loss("squared_hinge"), L2(1e-2), fit_intercept)
+    start = solver.solve(problem, tol=1e-9, method="newton")
+    points, evaluate = [], solver._GapMonitor._evaluate
+    monkeypatch.setattr(solver._GapMonitor, "_evaluate",
+                        lambda self, coef, intercept: points.append((coef.copy(), intercept)) or
+                        evaluate(self, coef, intercept))
+    result = solver.solve(problem, start.coef, start.intercept, tol=1e-14, method="liblinear", start_open=True)
+    assert sum(np.array_equal(c, start.coef) for c, _ in points) == 1
+    assert result.converged
