@@ -31,18 +31,21 @@ def _expected(dense, weights, fit_intercept, rows):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 60), d=st.integers(1, 40), fit_intercept=st.booleans(),
-       subset=st.booleans(), private=st.booleans())
-def test_property_weighted_gram_equals_the_dense_product(seed, n, d, fit_intercept, subset, private):
+       subset=st.booleans(), private=st.booleans(), by_pairs=st.booleans())
+def test_property_weighted_gram_equals_the_dense_product(seed, n, d, fit_intercept, subset, private, by_pairs):
+    """Sparse rows summed by their pairs of stored values (``by_pairs``) or by SciPy's product
+    (its private kernel or its public one), dense rows by BLAS: the same matrix."""
     X, dense = _rows_of_mixed_length(seed, n, d)
     rng = np.random.default_rng(seed + 1)
     rows = np.sort(rng.choice(n, size=rng.integers(0, n + 1), replace=False)) if subset else None
     weights = rng.standard_normal(n if rows is None else rows.size)  # either sign
     kernel = newton_centres._csr_matmat if private else None
     original, newton_centres._csr_matmat = newton_centres._csr_matmat, kernel
+    few_pairs, newton_centres.FEW_PAIRS = newton_centres.FEW_PAIRS, n * d * d if by_pairs else -1
     try:
         gram = weighted_gram(X, weights, fit_intercept, rows)
     finally:
-        newton_centres._csr_matmat = original
+        newton_centres._csr_matmat, newton_centres.FEW_PAIRS = original, few_pairs
     expected = _expected(dense, weights, fit_intercept, rows)
     scale = 1.0 + np.abs(_expected(np.abs(dense), np.abs(weights), fit_intercept, rows))
     np.testing.assert_allclose(gram, expected, rtol=0, atol=1e-12 * scale.max())
@@ -62,6 +65,24 @@ def test_property_single_precision_gram_is_the_product_to_float32(seed, n, d, fi
     scale = 1.0 + np.abs(_expected(np.abs(dense), np.abs(weights), fit_intercept, None))
     np.testing.assert_allclose(gram, _expected(dense, weights, fit_intercept, None), rtol=0,
                                atol=(d + 4) * 2e-7 * scale.max())
+
+
+@pytest.mark.parametrize("few_pairs", [-1, 1 << 30], ids=["product", "pairs"])
+def test_duplicate_and_unsorted_entries_add_up(monkeypatch, few_pairs):
+    """A CSR matrix not in canonical form (a value stored twice, indices out of order) has the
+    Gram matrix of its sum, by either sparse path."""
+    monkeypatch.setattr(newton_centres, "FEW_PAIRS", few_pairs)
+    X = sp.csr_matrix((np.array([1.0, 2.0, -3.0, 0.5, 4.0]), np.array([2, 0, 2, 1, 1]), np.array([0, 3, 3, 5])),
+                      shape=(3, 3))
+    X.has_sorted_indices = X.has_canonical_format = False
+    dense = np.array([[2.0, 0.0, -2.0], [0.0, 0.0, 0.0], [0.0, 4.5, 0.0]])
+    weights = np.array([0.5, 7.0, -1.5])
+    rows = np.array([0, 2])
+    for fit_intercept in (False, True):
+        np.testing.assert_allclose(weighted_gram(X, weights, fit_intercept), _expected(dense, weights, fit_intercept, None),
+                                   rtol=0, atol=1e-14)
+        np.testing.assert_allclose(weighted_gram(X, weights[rows], fit_intercept, rows),
+                                   _expected(dense, weights[rows], fit_intercept, rows), rtol=0, atol=1e-14)
 
 
 @pytest.mark.parametrize("index_type", [np.int32, np.int64])
