@@ -13,6 +13,7 @@ Reproduce (from the repository root, with ../shared/data present):
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical              # scikit-learn's own data, defaults
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --svc-rows             # LinearSVC 5-fold, sparse
     PYTHONPATH=. python benchmarks/bench_cross_validation.py --typical --only digits   # its rows on digits
+    PYTHONPATH=. python benchmarks/bench_cross_validation.py --random 3303 40 # 40 drawn configurations
 
 K-fold rows report the fastest of ``--repeats`` interleaved runs of each computation (both sides alike,
 as ``timeit`` reports: this host runs the same code at two speeds about 40 % apart, 0.70 or 1.04 s
@@ -185,6 +186,31 @@ def svc_row_shapes():
         yield seeded_shape(rng, "Gaussian", n, d, 0.05, offset=0.0, block=d)
 
 
+def random_configurations(seed, count):
+    """(name, X, y, estimator, K) of ``count`` configurations drawn from ``seed``: n from 200 to
+    10000 and d from 10 to 2000 (log-uniform); sparse Gaussian values (0.5–20 % stored, labels from
+    a noisy linear model) or dense ``make_classification``; LinearSVC or LogisticRegression with C
+    from 0.01 to 100 (log-uniform), after a StandardScaler in three draws of ten; 5- or 10-fold.
+    The neighbours of the fixed sets above, for claims that must hold beyond them."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(np.exp(rng.uniform(np.log(200), np.log(10000))))
+        d = int(np.exp(rng.uniform(np.log(10), np.log(2000))))
+        if rng.random() < 0.5:
+            density = float(np.exp(rng.uniform(np.log(0.005), np.log(0.2))))
+            X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+            y = np.where(X @ rng.standard_normal(d) + 0.5 * np.sqrt(density * d) * rng.standard_normal(n) > 0, 1, 0)
+            name = f"sparse {n} × {d} ({100 * density:.1f} %)"
+        else:
+            X, y = make_classification(n, d, n_informative=max(2, d // 5), random_state=int(rng.integers(1 << 30)))
+            name = f"dense {n} × {d}"
+        C = float(np.exp(rng.uniform(np.log(0.01), np.log(100))))
+        model = LinearSVC(C=C) if rng.random() < 0.5 else LogisticRegression(C=C)
+        estimator = make_pipeline(StandardScaler(with_mean=not sp.issparse(X)), model) if rng.random() < 0.3 \
+            else model
+        yield name, X, y, estimator, int(rng.choice([5, 10]))
+
+
 def seeded_shape(rng, kind, n, d, density, offset, block):
     """(name, X, y) drawn from ``rng``: X sparse with Gaussian values ("Gaussian"), binary with
     Zipf-like column frequencies ("binary", drawn ``block`` columns at a time: n × d floats at once
@@ -269,6 +295,8 @@ def main(argv=None):
     parser.add_argument("--svc-rows", action="store_true",
                         help="only LinearSVC, 5-fold, at C = 0.1, 3 and 75, on the shapes of svc_row_shapes() (8 to 50 "
                              "rows a feature)")
+    parser.add_argument("--random", nargs=2, type=int, metavar=("SEED", "COUNT"),
+                        help="only COUNT configurations drawn from SEED by random_configurations()")
     parser.add_argument("--only", metavar="TEXT", help="only the rows whose task contains TEXT")
     parser.add_argument("--jobs", type=int, metavar="N", help="n_jobs of glru's and scikit-learn's cross_val_score")
     args = parser.parse_args(argv)
@@ -288,6 +316,15 @@ def main(argv=None):
                 for folds in (5, 10):  # (LIBLINEAR's -v: binary targets only, one-vs-rest is another model)
                     run(f"{name} {folds}-fold, {label}", X, y, estimator, StratifiedKFold(folds),
                         folds if np.unique(y).size == 2 else None, memory=False, repeats=args.repeats)
+        return
+    if args.random:
+        for k, (name, X, y, estimator, folds) in enumerate(random_configurations(*args.random)):
+            if np.bincount(y).min() < folds:  # (a class too rare for StratifiedKFold)
+                continue
+            final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
+            label = ("StandardScaler + " if final is not estimator else "") + f"{type(final).__name__}(C={final.C:.3g})"
+            run(f"{k}: {name} {folds}-fold, {label}", X, y, estimator, StratifiedKFold(folds), None, memory=False,
+                repeats=args.repeats)
         return
     if args.svc_rows:
         for name, X, y in svc_row_shapes():
