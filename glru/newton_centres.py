@@ -253,10 +253,11 @@ def weighted_gram(X, weights, fit_intercept, rows=None, single=False):
     """X̃_Rᵀ diag(weights) X̃_R as a dense (d̃, d̃) array, X̃ = [X, 1] with an intercept, R = ``rows``
     (all rows if None; ``weights`` are R's), a chunk of rows at a time; weights of any sign.
     Sparse rows with at most ``FEW_PAIRS`` pairs of stored values in all are summed pair by pair
-    (:func:`_add_gram_by_pairs`). More are multiplied as sparse matrices, or made dense for BLAS where that is faster:
-    rows with nnz_i² > d²/DENSE_ROW_RATIO. A sparse product costs about nnz_i² multiply-adds a
-    row at ~8 ns each with SciPy's symbolic pass (~5 ns without, :func:`_add_transpose_product`),
-    BLAS syrk d²/2 at ~0.1 ns; measured on one core, the two broke even near nnz_i² = d²/80
+    (:func:`_add_gram_by_pairs`). More are multiplied as sparse matrices, or made dense for BLAS
+    where that is faster: rows with nnz_i² > d²/DENSE_ROW_RATIO. A sparse product costs about
+    nnz_i² multiply-adds a row at ~8 ns each with SciPy's symbolic pass (~5 ns without,
+    :func:`_add_transpose_product`), BLAS syrk d²/2 at ~0.1 ns; measured on one core, the two
+    broke even near nnz_i² = d²/80
     (a9a.t, 14 of 122 features a row: equally fast; mushrooms, 21 of 112: 2× faster dense; w8a's
     rows of 40 to 114 of 300 features, most of those its refreshes touch: 1.4× faster dense), and
     ratios from 35 to 100 measured alike once the symbolic pass was gone. With ``single`` (a Gram

@@ -79,8 +79,8 @@ def test_duplicate_and_unsorted_entries_add_up(monkeypatch, few_pairs):
     weights = np.array([0.5, 7.0, -1.5])
     rows = np.array([0, 2])
     for fit_intercept in (False, True):
-        np.testing.assert_allclose(weighted_gram(X, weights, fit_intercept), _expected(dense, weights, fit_intercept, None),
-                                   rtol=0, atol=1e-14)
+        np.testing.assert_allclose(weighted_gram(X, weights, fit_intercept),
+                                   _expected(dense, weights, fit_intercept, None), rtol=0, atol=1e-14)
         np.testing.assert_allclose(weighted_gram(X, weights[rows], fit_intercept, rows),
                                    _expected(dense, weights[rows], fit_intercept, rows), rtol=0, atol=1e-14)
 
