@@ -269,8 +269,9 @@ def weighted_gram(X, weights, fit_intercept, rows=None, single=False):
     gram = np.zeros((d + fit_intercept,) * 2)
     dense = True  # every row, for a dense X
     if sp.issparse(X):
-        lengths = np.diff(X.indptr) if rows is None else np.diff(X.indptr)[rows]
-        if int(lengths.astype(np.int64) @ lengths) <= FEW_PAIRS:
+        lengths = np.diff(X.indptr.astype(np.int64))
+        lengths = lengths if rows is None else lengths[rows]
+        if int(lengths @ lengths) <= FEW_PAIRS:
             _add_gram_by_pairs(gram, X, weights, fit_intercept, rows, lengths)
             return gram
         dense = (DENSE_ROW_RATIO_SINGLE if single else DENSE_ROW_RATIO) * lengths.astype(float) ** 2 > d * d
@@ -286,16 +287,16 @@ def weighted_gram(X, weights, fit_intercept, rows=None, single=False):
 
 
 def _add_gram_by_pairs(gram, X, weights, fit_intercept, rows, lengths):
-    """gram += X̃_Rᵀ diag(weights) X̃_R for CSR X, summed over the pairs of stored values of each
-    row (Σ nnz_i² of them) by one ``np.bincount``: a few NumPy passes, where SciPy's sparse product
-    builds five sparse matrices a call, about 0.15 ms whatever their size. Those calls are the rows
-    whose curvature changed at a chord or semismooth step: LinearSVC 5-fold on sparse 1040 × 121
-    (C = 62) forms 31 Gram matrices a run, 24 of them of fewer than 128 rows, and took 17–18 ms
-    by SciPy's product, 13 ms this way. Duplicate entries add up as they should."""
+    """gram += X̃_Rᵀ diag(weights) X̃_R for CSR X (``lengths``: the rows' counts of stored values,
+    int64), summed over the pairs of stored values of each row (Σ nnz_i² of them) by one
+    ``np.bincount``: a few NumPy passes, where SciPy's sparse product builds five sparse matrices a
+    call, about 0.15 ms whatever their size. Those calls are the rows whose curvature changed at a
+    chord or semismooth step: LinearSVC 5-fold on sparse 1040 × 121 (C = 62) forms 31 Gram
+    matrices a run, 24 of them of fewer than 128 rows, and took 17–18 ms by SciPy's product, 13 ms
+    this way. Duplicate entries add up as they should."""
     d = X.shape[1]
     rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows)
     firsts = X.indptr[rows].astype(np.int64)
-    lengths = lengths.astype(np.int64)
     offsets = np.cumsum(lengths) - lengths  # of each row's values among the chosen ones
     owner = np.repeat(np.arange(rows.size), lengths)
     stored = np.arange(owner.size) - offsets[owner] + firsts[owner]

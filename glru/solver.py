@@ -674,7 +674,7 @@ def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll
     eps, factor = (_PRIMAL_EPS_SIGNS, _PRIMAL_EPS_SIGNS_FACTOR) if stop_when is not None else \
         (1e-2 if solver != 11 else 1e-4, 0.1)
     # (the checked start's intercept is the optimal one for its coef)
-    z = problem.join(coef, intercept if monitor.best is None else monitor.best[1])
+    z = problem.join(*monitor.start_point())
     n_iter, previous_gap = 0, np.inf
     while n_iter < max_iter:
         n_iter += 1
