@@ -1139,7 +1139,7 @@ def primal_pays_off(loss, fit_intercept, X, dropped):
     10-fold, Gaussian 4000 × 1000 0.86, 8000 × 1000 1.16. LIBLINEAR keeps rows as sparse nodes:
     on dense 2000 × 500, 10-fold took 6.3 s this way against 1.95 s by the steps together (BLAS)."""
     n, d = X.shape
-    return _primal_applies(loss, X, dropped) and n <= PRIMAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept)
+    return primal_applies(loss, X, dropped) and n <= PRIMAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept)
 
 
 def primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
@@ -1156,11 +1156,11 @@ def primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
     the full fit): 1200 × 150 5.4: 0.92, 2.5: 1.5, 1.6: 2.7; 4000 × 600 3.1: 0.88, 1.3: 1.9,
     1.0: 2.3; 8000 × 1000 3.0: 0.83, 1.3: 2.1, 1.0: 2.8; 6000 × 400 6.3: 0.81, 3.0: 1.1, 2.6: 1.0;
     10000 × 200 12–20: 0.73–0.86; 20000 × 500 8.6–13: 0.64–0.95."""
-    return _primal_applies(problem.loss, problem.X, dropped) and \
+    return primal_applies(problem.loss, problem.X, dropped) and \
         _curved_count(problem, coef, intercept) <= HARD_MARGIN_ROWS_PER_FEATURE * (problem.d + problem.fit_intercept)
 
 
-def _primal_applies(loss, X, dropped):
+def primal_applies(loss, X, dropped):
     """The squared hinge on sparse X (LIBLINEAR keeps rows as sparse nodes), its folds leaving out a
     tenth of the rows or more on average."""
     n_dropped = sum(rows.size for rows in dropped)

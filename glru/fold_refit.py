@@ -24,9 +24,12 @@ import scipy.sparse as sp
 
 from .bounds import primal_radius, signs_decided
 from .chord import chord_applies, chord_outcome
-from .costs import gram_seconds, product_seconds
-from .cross_validation import TOL_ROUNDING, dual_pays_off, pivots_pay_off
+from .costs import SPARSE_PRODUCT_SECONDS, factor_seconds, gram_seconds, product_seconds
+from .cross_validation import (ROUGH_PRIMAL_ROWS_PER_FEATURE, TOL_ROUNDING, dual_pays_off, pivots_pay_off,
+                               primal_applies, primal_pays_off_near_hard_margin)
 from .held_out import HeldOutOutcome, certified_bounds, held_out_bounds
+from .hessian import jacobi_condition
+from .losses import SquaredHinge
 from .multinomial_cv import centre_fold_outcome, solve_fold, solved_fold_outcome
 from .one_vs_rest import outcome_from_classes
 from .penalties import L2
@@ -36,7 +39,7 @@ from .solver import SEMISMOOTH_CHEAP_DIM, SignsDecided, hessian_is_cheap, semism
 
 
 def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels", polished=False,
-               preconditioner=None, stepped=False, known_hessian=None):
+               preconditioner=None, stepped=False, known_hessian=None, method=None):
     """The exact outcome of one fold: certified bounds on its held-out decision values, its
     labels, and (with ``need="values"``) its solution to rounding level.
 
@@ -65,6 +68,9 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         () ↦ (curvatures, H): the fold's Hessian for the mean-form curvatures of the first start
         (:meth:`glru.fold_hessian.StartGram.fold_hessian`), which semismooth Newton corrects
         instead of forming its own; called only if those steps are taken.
+    method : str, optional
+        The solve's :func:`glru.solver.solve` method, chosen for all folds from the full fit
+        (:func:`liblinear_pays_off`); :func:`fold_method` of the fold if None.
 
     Returns
     -------
@@ -107,7 +113,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
         if outcome.rounded or need == "labels" and np.all(outcome.decided):
             return outcome
-    method = fold_method(problem)
+    method = fold_method(problem) if method is None else method
     # the column summaries its solve and the bounds below both need, computed once (for the box only:
     # none where it does not narrow the ball)
     summaries = (problem.col_norms_sq, problem.dual_domain) if loss.box_narrows_ball else None
@@ -139,6 +145,63 @@ def fold_method(problem):
     if type(problem.penalty) is L2 and dual_pays_off(problem.loss, problem.fit_intercept, problem.n, problem.d):
         return "semismooth" if pivots_pay_off(problem) else "liblinear-dual"
     return "formed-newton" if hessian_is_cheap(problem) else "auto"
+
+
+def liblinear_pays_off(problem, coef, intercept, dropped, hessian):
+    """Whether the folds of ``problem`` (the full data; its folds, each scaled its own way, leave
+    out the rows ``dropped``) are solved faster by LIBLINEAR's trust-region Newton (``"liblinear"``)
+    from the full fit (coef, intercept) than as :func:`fold_method` has them, where that is
+    ``"auto"`` (semismooth Newton's damped steps up to ``SEMISMOOTH_CHEAP_DIM``, Newton–CG
+    beyond) for the squared hinge on sparse rows (:func:`liblinear_may_pay_off`):
+
+    - near a hard margin (:func:`glru.cross_validation.primal_pays_off_near_hard_margin`, as the
+      engine's folds): StandardScaler(with_mean=False) + LinearSVC, 5-fold, on the sparse Gaussian
+      shapes of ``benchmarks/bench_cross_validation.py --svc-rows``: 4000 × 600 at C = 3 and 75
+      1.24 and 5.3 s, 8000 × 1000 6.2 and 39 s (Newton–CG ran out of products, and semismooth
+      Newton's damped steps stopped at a kink a few rows on: 290 steps a fold, each a 601 × 601
+      factorization), scikit-learn 0.2–0.95 s;
+    - where ``FOLD_STEPS`` factorizations of semismooth Newton are estimated (:mod:`glru.costs`) to
+      cost at least ``PRIMAL_ADVANTAGE`` times ``PRIMAL_PRODUCTS`` passes over the rows' stored
+      values and the rows (LIBLINEAR's loops, without SciPy's per-call share), and the full fit's
+      Hessian (``hessian()``, mean form), scaled to a unit diagonal as LIBLINEAR preconditions
+      its conjugate gradients, has a condition number of at most ``PRIMAL_MAX_CONDITION``
+      (:func:`glru.hessian.jacobi_condition`). With a StandardScaler(with_mean=False), sparse
+      Gaussian values: 3559 × 256, C = 1.5, 10-fold (condition 55) 74 → 52 ms; 1755 × 359,
+      C = 0.49, 5-fold (745) 69 → 31 ms. Standardized one-hot columns are conditioned far worse
+      (a9a.t, a8a, mushrooms, w8a at C = 0.1 and 1: 7.6e4–1.8e7), where LIBLINEAR's conjugate
+      gradients crawl (a9a.t 0.11 → 1.86 s). Where factorizations are cheap semismooth Newton
+      stays: 7088 × 219 (0.5 %), C = 0.88 (condition 52), 76 ms against 97 by LIBLINEAR."""
+    if not (liblinear_may_pay_off(problem) and primal_applies(problem.loss, problem.X, dropped)):
+        return False
+    if primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
+        return True
+    if not semismooth_by_default(problem):
+        return False
+    passes = SPARSE_PRODUCT_SECONDS * (problem.X.nnz + problem.n)
+    dear = FOLD_STEPS * factor_seconds(problem.d + problem.fit_intercept) >= PRIMAL_ADVANTAGE * PRIMAL_PRODUCTS * passes
+    return dear and jacobi_condition(hessian()) <= PRIMAL_MAX_CONDITION
+
+
+def liblinear_may_pay_off(problem):
+    """The shapes :func:`liblinear_pays_off` judges: the squared hinge on sparse rows with an L2
+    penalty, whose folds :func:`fold_method` leaves to ``"auto"``."""
+    return sp.issparse(problem.X) and type(problem.loss) is SquaredHinge and type(problem.penalty) is L2 \
+        and fold_method(problem) in ("auto", "formed-newton")
+
+
+def start_by_liblinear(problem):
+    """Whether a full fit that only starts the folds (to a rough gap) is LIBLINEAR's trust-region
+    Newton: where :func:`liblinear_may_pay_off`, with at most ``ROUGH_PRIMAL_ROWS_PER_FEATURE``
+    rows a feature, as the engine's rough full fit (:class:`glru.cross_validation._Engine`); its
+    folds may be LIBLINEAR's too (:func:`liblinear_pays_off`)."""
+    return liblinear_may_pay_off(problem) and problem.n <= ROUGH_PRIMAL_ROWS_PER_FEATURE * (
+        problem.d + problem.fit_intercept)
+
+
+# semismooth Newton's damped steps a fold (7–8 measured on sparse Gaussian 1755 × 359, 5 on 7088 × 219), LIBLINEAR's
+# passes over a fold's rows (300–500 measured, its runs at 1e-6, 1e-8, ... together, on the shapes above)
+FOLD_STEPS, PRIMAL_PRODUCTS, PRIMAL_ADVANTAGE = 8, 400, 2.0
+PRIMAL_MAX_CONDITION = 1e3
 
 
 def start_gram_pays_off(problem):

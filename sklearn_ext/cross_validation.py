@@ -30,7 +30,8 @@ from glru.blas import blas_for
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate, together_here
 from glru.fold_hessian import StartGram
-from glru.fold_refit import (BALL_FIRST_ROWS, fold_method, refit_fold, refit_multinomial_fold, refit_one_vs_rest_fold,
+from glru.fold_refit import (BALL_FIRST_ROWS, fold_method, liblinear_pays_off, refit_fold,
+                             refit_multinomial_fold, refit_one_vs_rest_fold, start_by_liblinear,
                              start_gram_pays_off, steps_together_pay_off)
 from glru.fold_steps import fold_preconditioner, scaled_fold_starts, single_precision
 from glru.held_out import nonzero_counts, zero_unused_weights
@@ -278,8 +279,10 @@ class GLRUCrossValidator(BaseEstimator):
             start, preconditioner, known = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
                                                      rough=rough)
         fitted = time.perf_counter()
+        method = _folds_method(model, X_full, codes, start, known, [splits[k][1] for k in trainable]) \
+            if classes.size == 2 and X_full is not None else None
         start_gram = _start_gram(preprocessing, model, X_full, codes, start, known) \
-            if classes.size == 2 and X_full is not None and old is not None else None
+            if classes.size == 2 and X_full is not None and old is not None and method is None else None
         together = {}  # fold j → (its start, its fitted steps or None, polished, M_j⁻¹, stepped)
         if stepping:
             starts = _starts_together(model, X_in, single, codes, [splits[trainable[j]] for j in stepping], start,
@@ -299,7 +302,7 @@ class GLRUCrossValidator(BaseEstimator):
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, old,
                                          "values" if train_scores else need,
                                          *together.get(j, (previous_folds[j], None, False, preconditioner, False)),
-                                         rows=rows, start_gram=start_gram)
+                                         rows=rows, start_gram=start_gram, method=method)
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -541,7 +544,10 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
     # (or semismooth Newton's whole steps, where they pay) with few rows a feature (make_classification 721 × 1270,
     # StandardScaler + LinearSVC(C=0.278), 5-fold: its full fit 0.58 s by trust-region Newton–CG, whose steps zigzag
     # there, and LIBLINEAR's primal after it)
-    method = fold_method(Problem(X, codes, model.loss, penalty, model.fit_intercept))
+    shape = Problem(X, codes, model.loss, penalty, model.fit_intercept)  # (for its shape, loss and penalty)
+    method = fold_method(shape)
+    if rough and n_classes == 2 and start_by_liblinear(shape):
+        method = "liblinear"  # (its folds may be LIBLINEAR's, _folds_method: the full fit only starts them)
     if rough and n_classes == 2 and method == "liblinear-dual":
         # LIBLINEAR's dual folds start cold: a full fit would only centre their first certificates, and at
         # ROUGH_START_TOL its ball decided no fold of 20 configurations (StandardScaler(with_mean=False) +
@@ -704,6 +710,23 @@ def _starts_together(model, X_in, single, codes, splits, start, old, scales, shi
             for j, (z, done) in enumerate(zip(Z.T, polished))]
 
 
+def _folds_method(model, X_full, codes, start, known, tests):
+    """``"liblinear"`` where the binary folds, holding out the rows ``tests``, are solved faster by
+    LIBLINEAR's trust-region Newton than by their own :func:`glru.fold_refit.fold_method`
+    (:func:`glru.fold_refit.liblinear_pays_off`, judged on the full design ``X_full`` at the full
+    fit ``start``, with the Hessian there: ``known``'s, the one its solve left, else formed), else
+    None."""
+    targets = np.where(codes == 1, 1.0, -1.0)
+    problem = Problem(X_full, targets, model.loss, model.penalty_for(X_full.shape[0]), model.fit_intercept)
+
+    def hessian():
+        if known is not None:
+            return known[1]
+        return problem.hessian(model.loss.second_derivative(targets, problem.margins(*start)) / problem.n)
+    with blas_for(X_full):
+        return "liblinear" if liblinear_pays_off(problem, *start, tests, hessian) else None
+
+
 def _start_gram(preprocessing, model, X_full, codes, start, known=None):
     """The :class:`~glru.fold_hessian.StartGram` of the full design ``X_full`` at the full fit
     ``start`` (from the Hessian ``known`` its solve left, where that is for its curvatures), from
@@ -722,7 +745,7 @@ def _start_gram(preprocessing, model, X_full, codes, start, known=None):
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, old, need, previous=None,
                         fitted_steps=None, polished=False, preconditioner=None, stepped=False, rows=None,
-                        start_gram=None):
+                        start_gram=None, method=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``) where the dimensions agree, or (binary) from
     ``previous``: its solution at a neighbouring grid point if that has the smaller duality
@@ -736,7 +759,8 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     ``preconditioner``: what the fold's solve is preconditioned with, or None: a binary fold's
     v ↦ M_j⁻¹v from those steps, for its polish; a multinomial fold's, the full fit's factorized
     Hessian (:func:`_full_fit`). ``rows``: the :class:`_FoldRows` the folds share, where they run one
-    after another. ``start_gram``: :func:`_start_gram`'s, or None."""
+    after another. ``start_gram``: :func:`_start_gram`'s, or None. ``method``: a binary fold's solve
+    method, :func:`_folds_method`'s (None: the fold's own :func:`glru.fold_refit.fold_method`)."""
     train, test = split
     designs = _fold_designs(preprocessing, model, X, y, split, fitted_steps, rows)
     if isinstance(designs, _StepFailed):
@@ -762,7 +786,8 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
                 starts = [(coef, intercept)] + ([previous] if previous is not None and previous[0].shape == coef.shape
                                                 else [])
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
-                                 model.fit_intercept, starts, need, polished, preconditioner, stepped, known_hessian)
+                                 model.fit_intercept, starts, need, polished, preconditioner, stepped, known_hessian,
+                                 method)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                              intercept, need, preconditioner)

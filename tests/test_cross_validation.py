@@ -26,6 +26,7 @@ import glru.fold_refit as glru_fold_refit
 from glru.costs import gram_seconds
 from glru.fold_hessian import StartGram
 from glru.losses import get_loss
+from glru.penalties import L2
 from glru.problem import Problem
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
 
@@ -383,6 +384,59 @@ def test_svc_folds_start_from_the_full_gram_matrix_where_it_pays():
     fold_points = [p for p in points if p[1][0] < X.shape[0]]  # (the folds' own, not the full fit's)
     assert fold_points and len(set(fold_points)) == len(fold_points)
     np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+
+
+def _sparse_gaussian(seed, n, d, density, noise):
+    """Sparse Gaussian rows, labels 0/1 from a linear model with ``noise`` times its typical
+    decision value of Gaussian noise (more noise: more rows inside the margin)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+    return X, np.where(X @ rng.standard_normal(d) + noise * np.sqrt(density * d) * rng.standard_normal(n) > 0, 1, 0)
+
+
+@pytest.mark.parametrize("noise, C, hard_margin", [(1.0, 0.1, False), (0.1, 0.05, True)],
+                         ids=["well-conditioned", "near-a-hard-margin"])
+def test_scaled_svc_folds_by_liblinear_equal_exact_refits(monkeypatch, noise, C, hard_margin):
+    """StandardScaler(with_mean=False) + LinearSVC on sparse Gaussian 1200 × 300 (3 %), 5-fold: the
+    full fit's Hessian well conditioned where its 301 × 301 factorizations are dear, or the fit near
+    a hard margin (glru.fold_refit.liblinear_pays_off), every fold is solved by LIBLINEAR's
+    trust-region Newton from the full fit, and every score and bound is the exact refits'."""
+    X, y = _sparse_gaussian(5, 1200, 300, 0.03, noise)
+    estimator = make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=C))
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    methods, solve = [], glru_fold_refit.solve_held_out
+    monkeypatch.setattr(glru_fold_refit, "solve_held_out", lambda *args, **kwargs: methods.append(args[9])
+                        or solve(*args, **kwargs))
+    margins, near = [], glru_fold_refit.primal_pays_off_near_hard_margin
+    monkeypatch.setattr(glru_fold_refit, "primal_pays_off_near_hard_margin", lambda *args: margins.append(
+        near(*args)) or margins[-1])
+    validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+    assert margins == [hard_margin] and methods == ["liblinear"] * validator.n_retrained_
+    assert validator.n_retrained_ > 0
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+    values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
+                             for train, test in cv.split(X, y)])
+    lower, upper = validator.decision_bounds_.T
+    assert np.all((lower - 1e-9 <= values) & (values <= upper + 1e-9))
+
+
+def test_scaled_svc_folds_stay_semismooth_where_liblinear_would_crawl():
+    """The same shape and rows, the full fit's Hessian ill conditioned (one column nearly another's
+    copy, as standardized one-hot columns are), or the factorizations cheap: the folds keep their own
+    method (glru.fold_refit.liblinear_pays_off)."""
+    X, y = _sparse_gaussian(5, 1200, 300, 0.03, 1.0)
+    problem = Problem(X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(1.0 / (1200 * 0.1)), False)
+    tests = [np.arange(k, 1200, 5) for k in range(5)]
+    coef = np.zeros(300)
+    assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, lambda: np.eye(300))
+    ill = np.eye(300)
+    ill[0, 1] = ill[1, 0] = 1 - 1e-6
+    assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, lambda: ill)
+    narrow = Problem(X[:, :60], problem.y, problem.loss, problem.penalty, False)  # (61 × 61 factorizations: cheap)
+    assert not glru_fold_refit.liblinear_pays_off(narrow, coef[:60], 0.0, tests, lambda: np.eye(60))
+    # leave-one-out folds stay closer to the full fit: theirs
+    assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, [np.array([k]) for k in range(1200)],
+                                                  lambda: np.eye(300))
 
 
 def _steps_taken_together(monkeypatch):
