@@ -295,6 +295,8 @@ def main(argv=None):
     parser.add_argument("--svc-rows", action="store_true",
                         help="only LinearSVC, 5-fold, at C = 0.1, 3 and 75, on the shapes of svc_row_shapes() (8 to 50 "
                              "rows a feature)")
+    parser.add_argument("--svc-rows-scaled", action="store_true",
+                        help="as --svc-rows, LinearSVC after a StandardScaler(with_mean=False) fitted on each fold")
     parser.add_argument("--random", nargs=2, type=int, metavar=("SEED", "COUNT"),
                         help="only COUNT configurations drawn from SEED by random_configurations()")
     parser.add_argument("--only", metavar="TEXT", help="only the rows whose task contains TEXT")
@@ -326,11 +328,16 @@ def main(argv=None):
             run(f"{k}: {name} {folds}-fold, {label}", X, y, estimator, StratifiedKFold(folds), None, memory=False,
                 repeats=args.repeats)
         return
-    if args.svc_rows:
+    if args.svc_rows or args.svc_rows_scaled:
         for name, X, y in svc_row_shapes():
             for C in (0.1, 3.0, 75.0):
-                run(f"{name} 5-fold, LinearSVC(C={C:g})", X, y, LinearSVC(C=C), StratifiedKFold(5), 5, memory=False,
-                    repeats=args.repeats)
+                if args.svc_rows_scaled:  # (LIBLINEAR's -v would not scale each fold's rows)
+                    run(f"{name} 5-fold, StandardScaler + LinearSVC(C={C:g})", X, y,
+                        make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=C)), StratifiedKFold(5), None,
+                        memory=False, repeats=args.repeats)
+                else:
+                    run(f"{name} 5-fold, LinearSVC(C={C:g})", X, y, LinearSVC(C=C), StratifiedKFold(5), 5,
+                        memory=False, repeats=args.repeats)
         return
     if args.svc_shapes:
         for name, X, y in svc_shapes():

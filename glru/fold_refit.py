@@ -152,14 +152,15 @@ def liblinear_pays_off(problem, coef, intercept, dropped, hessian):
     out the rows ``dropped``) are solved faster by LIBLINEAR's trust-region Newton (``"liblinear"``)
     from the full fit (coef, intercept) than as :func:`fold_method` has them, where that is
     ``"auto"`` (semismooth Newton's damped steps up to ``SEMISMOOTH_CHEAP_DIM``, Newton–CG
-    beyond) for the squared hinge on sparse rows (:func:`liblinear_may_pay_off`):
+    beyond) or ``"formed-newton"`` (the damped steps, the Hessian formed) for the squared hinge on
+    sparse rows (:func:`liblinear_may_pay_off`):
 
     - near a hard margin (:func:`glru.cross_validation.primal_pays_off_near_hard_margin`, as the
       engine's folds): StandardScaler(with_mean=False) + LinearSVC, 5-fold, on the sparse Gaussian
       shapes of ``benchmarks/bench_cross_validation.py --svc-rows``: 4000 × 600 at C = 3 and 75
       1.24 and 5.3 s, 8000 × 1000 6.2 and 39 s (Newton–CG ran out of products, and semismooth
       Newton's damped steps stopped at a kink a few rows on: 290 steps a fold, each a 601 × 601
-      factorization), scikit-learn 0.2–0.95 s;
+      factorization), scikit-learn 0.2–0.95 s; 1200 × 150 at C = 3 and 75, 38 → 22 and 92 → 59 ms;
     - where ``FOLD_STEPS`` factorizations of semismooth Newton are estimated (:mod:`glru.costs`) to
       cost at least ``PRIMAL_ADVANTAGE`` times ``PRIMAL_PRODUCTS`` passes over the rows' stored
       values and the rows (LIBLINEAR's loops, without SciPy's per-call share), and the full fit's
@@ -184,7 +185,8 @@ def liblinear_pays_off(problem, coef, intercept, dropped, hessian):
 
 def liblinear_may_pay_off(problem):
     """The shapes :func:`liblinear_pays_off` judges: the squared hinge on sparse rows with an L2
-    penalty, whose folds :func:`fold_method` leaves to ``"auto"``."""
+    penalty, whose folds :func:`fold_method` leaves to semismooth Newton's damped steps or
+    Newton–CG (``"auto"``, ``"formed-newton"``)."""
     return sp.issparse(problem.X) and type(problem.loss) is SquaredHinge and type(problem.penalty) is L2 \
         and fold_method(problem) in ("auto", "formed-newton")
 
