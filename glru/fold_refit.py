@@ -147,7 +147,7 @@ def fold_method(problem):
     return "formed-newton" if hessian_is_cheap(problem) else "auto"
 
 
-def liblinear_pays_off(problem, coef, intercept, dropped, hessian):
+def liblinear_pays_off(problem, coef, intercept, dropped, known=None):
     """Whether the folds of ``problem`` (the full data; its folds, each scaled its own way, leave
     out the rows ``dropped``) are solved faster by LIBLINEAR's trust-region Newton (``"liblinear"``)
     from the full fit (coef, intercept) than as :func:`fold_method` has them, where that is
@@ -164,7 +164,8 @@ def liblinear_pays_off(problem, coef, intercept, dropped, hessian):
     - where ``FOLD_STEPS`` factorizations of semismooth Newton are estimated (:mod:`glru.costs`) to
       cost at least ``PRIMAL_ADVANTAGE`` times ``PRIMAL_PRODUCTS`` passes over the rows' stored
       values and the rows (LIBLINEAR's loops, without SciPy's per-call share), and the full fit's
-      Hessian (``hessian()``, mean form), scaled to a unit diagonal as LIBLINEAR preconditions
+      Hessian (``known``'s, (curvatures, H) that its solve left, :attr:`glru.problem.Problem.known_hessian`;
+      else formed at (coef, intercept)), scaled to a unit diagonal as LIBLINEAR preconditions
       its conjugate gradients, has a condition number of at most ``PRIMAL_MAX_CONDITION``
       (:func:`glru.hessian.jacobi_condition`). With a StandardScaler(with_mean=False), sparse
       Gaussian values: 3559 × 256, C = 1.5, 10-fold (condition 55) 74 → 52 ms; 1755 × 359,
@@ -180,7 +181,11 @@ def liblinear_pays_off(problem, coef, intercept, dropped, hessian):
         return False
     passes = SPARSE_PRODUCT_SECONDS * (problem.X.nnz + problem.n)
     dear = FOLD_STEPS * factor_seconds(problem.d + problem.fit_intercept) >= PRIMAL_ADVANTAGE * PRIMAL_PRODUCTS * passes
-    return dear and jacobi_condition(hessian()) <= PRIMAL_MAX_CONDITION
+    if not dear:
+        return False
+    hessian = known[1] if known is not None else problem.hessian(
+        problem.loss.second_derivative(problem.y, problem.margins(coef, intercept)) / problem.n)
+    return jacobi_condition(hessian) <= PRIMAL_MAX_CONDITION
 
 
 def liblinear_may_pay_off(problem):

@@ -279,10 +279,12 @@ class GLRUCrossValidator(BaseEstimator):
             start, preconditioner, known = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
                                                      rough=rough)
         fitted = time.perf_counter()
-        method = _folds_method(model, X_full, codes, start, known, [splits[k][1] for k in trainable]) \
-            if classes.size == 2 and X_full is not None else None
-        start_gram = _start_gram(preprocessing, model, X_full, codes, start, known) \
-            if classes.size == 2 and X_full is not None and old is not None and method is None else None
+        # the binary full problem, on which the folds' method and their StartGram are judged
+        full = Problem(X_full, np.where(codes == 1, 1.0, -1.0), model.loss, model.penalty_for(X_full.shape[0]),
+                       model.fit_intercept) if classes.size == 2 and X_full is not None else None
+        method = _folds_method(full, start, known, [splits[k][1] for k in trainable]) if full is not None else None
+        start_gram = _start_gram(preprocessing, full, start, known) \
+            if full is not None and old is not None and method is None else None
         together = {}  # fold j → (its start, its fitted steps or None, polished, M_j⁻¹, stepped)
         if stepping:
             starts = _starts_together(model, X_in, single, codes, [splits[trainable[j]] for j in stepping], start,
@@ -710,37 +712,26 @@ def _starts_together(model, X_in, single, codes, splits, start, old, scales, shi
             for j, (z, done) in enumerate(zip(Z.T, polished))]
 
 
-def _folds_method(model, X_full, codes, start, known, tests):
+def _folds_method(full, start, known, tests):
     """``"liblinear"`` where the binary folds, holding out the rows ``tests``, are solved faster by
     LIBLINEAR's trust-region Newton than by their own :func:`glru.fold_refit.fold_method`
-    (:func:`glru.fold_refit.liblinear_pays_off`, judged on the full design ``X_full`` at the full
-    fit ``start``, with the Hessian there: ``known``'s, the one its solve left, else formed), else
-    None."""
-    targets = np.where(codes == 1, 1.0, -1.0)
-    problem = Problem(X_full, targets, model.loss, model.penalty_for(X_full.shape[0]), model.fit_intercept)
-
-    def hessian():
-        if known is not None:
-            return known[1]
-        return problem.hessian(model.loss.second_derivative(targets, problem.margins(*start)) / problem.n)
-    with blas_for(X_full):
-        return "liblinear" if liblinear_pays_off(problem, *start, tests, hessian) else None
+    (:func:`glru.fold_refit.liblinear_pays_off`, judged on the ``full`` problem at the full fit
+    ``start``, with the Hessian ``known`` its solve left, if any), else None."""
+    with blas_for(full.X):
+        return "liblinear" if liblinear_pays_off(full, *start, tests, known) else None
 
 
-def _start_gram(preprocessing, model, X_full, codes, start, known=None):
-    """The :class:`~glru.fold_hessian.StartGram` of the full design ``X_full`` at the full fit
+def _start_gram(preprocessing, full, start, known=None):
+    """The :class:`~glru.fold_hessian.StartGram` of the ``full`` binary problem at the full fit
     ``start`` (from the Hessian ``known`` its solve left, where that is for its curvatures), from
     which each binary fold's first Hessian is computed (:meth:`LinearModel.fold_mapping`), where
     that pays (:func:`glru.fold_refit.start_gram_pays_off`: the folds take semismooth Newton steps)
     and they start from the full fit carried over to their scaling by one per-feature scaler; else
     None."""
-    targets = np.where(codes == 1, 1.0, -1.0)
-    penalty = model.penalty_for(X_full.shape[0])
-    if len(preprocessing.steps) != 1 or not start_gram_pays_off(
-            Problem(X_full, targets, model.loss, penalty, model.fit_intercept)):
+    if len(preprocessing.steps) != 1 or not start_gram_pays_off(full):
         return None
-    with blas_for(X_full):
-        return StartGram(X_full, targets, model.loss, *start, model.fit_intercept, known, penalty)
+    with blas_for(full.X):
+        return StartGram(full.X, full.y, full.loss, *start, full.fit_intercept, known, full.penalty)
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, old, need, previous=None,

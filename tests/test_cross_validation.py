@@ -428,15 +428,16 @@ def test_scaled_svc_folds_stay_semismooth_where_liblinear_would_crawl():
     problem = Problem(X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(1.0 / (1200 * 0.1)), False)
     tests = [np.arange(k, 1200, 5) for k in range(5)]
     coef = np.zeros(300)
-    assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, lambda: np.eye(300))
+    assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, (None, np.eye(300)))
+    assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests)  # (its Hessian formed at the start)
     ill = np.eye(300)
     ill[0, 1] = ill[1, 0] = 1 - 1e-6
-    assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, lambda: ill)
+    assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, (None, ill))
     narrow = Problem(X[:, :60], problem.y, problem.loss, problem.penalty, False)  # (61 × 61 factorizations: cheap)
-    assert not glru_fold_refit.liblinear_pays_off(narrow, coef[:60], 0.0, tests, lambda: np.eye(60))
+    assert not glru_fold_refit.liblinear_pays_off(narrow, coef[:60], 0.0, tests, (None, np.eye(60)))
     # leave-one-out folds stay closer to the full fit: theirs
     assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, [np.array([k]) for k in range(1200)],
-                                                  lambda: np.eye(300))
+                                                  (None, np.eye(300)))
 
 
 def _steps_taken_together(monkeypatch):
