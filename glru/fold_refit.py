@@ -96,13 +96,17 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         # (a polished start's bounds are computed once, below; at a zero start every decision value is 0,
         # inside the ball's interval: only the box could decide a sign there)
         zero = not (np.any(coef) or intercept) and not loss.box_narrows_ball
-        if not polished and not zero and (not chord or stepped or X_test.shape[0] <= BALL_FIRST_ROWS):
+        # LIBLINEAR's folds of many held-out rows (liblinear_pays_off, for all folds) start unchecked: the ball
+        # there decided no such fold, and a run from a start already optimal ends at its first gradient
+        unchecked = method == "liblinear" and len(starts) == 1 and X_test.shape[0] > BALL_FIRST_ROWS
+        if not polished and not zero and not unchecked and (not chord or stepped or X_test.shape[0] <= BALL_FIRST_ROWS):
             lower, upper, values, evaluation = certified_bounds(
                 problem, coef, intercept, X_test, signs_only=True, evaluation=evaluation)
             strength = penalty.strong_convexity  # (the solve's checks then wait for the radius it needs)
             if signs.decided(lower, upper, primal_radius(evaluation.gap, strength) if strength > 0 else None):
                 return HeldOutOutcome(lower, upper, values, coef, intercept, solved=False)
             start_open = not evaluation.converged(TOL_ROUNDING)  # (the solve does not evaluate it again)
+        start_open = start_open or unchecked
         if chord and not polished:  # decided by chord steps long before rounding level, or a better start for the solve
             outcome, (coef, intercept) = chord_outcome(problem, coef, intercept, X_test,
                                                        lambda lower, upper: ~signs_decided(lower, upper))
@@ -113,6 +117,12 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
         if outcome.rounded or need == "labels" and np.all(outcome.decided):
             return outcome
+    # LIBLINEAR's folds where liblinear_pays_off chose them (a well-conditioned Hessian, or near a hard margin) are
+    # polished by conjugate gradients, quick there, not by a formed Hessian (a Gram matrix of the fold's rows):
+    # StandardScaler(with_mean=False) + LinearSVC, 5-fold, sparse Gaussian 20000 × 500 at C = 3 and 75, 328 → 234
+    # and 454 → 250 ms (4 folds of 5 polished), 6000 × 400 at C = 75 100 → 88 ms; 1200 × 150, 4000 × 600 and
+    # 8000 × 1000 within 2–8 % less
+    formed_polish = False if method == "liblinear" else None
     method = fold_method(problem) if method is None else method
     # the column summaries its solve and the bounds below both need, computed once (for the box only:
     # none where it does not narrow the ball)
@@ -120,7 +130,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     coef, intercept, evaluation = solve_held_out(
         X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test if need == "labels" else None,
         TOL_ROUNDING, method, summaries, signs, preconditioner, start_open, known_hessian,
-        evaluation if start_open else None, with_evaluation=True)
+        evaluation if start_open else None, with_evaluation=True, formed_polish=formed_polish)
     intercept = intercept if fit_intercept else 0.0
     outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
     if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):
@@ -161,31 +171,38 @@ def liblinear_pays_off(problem, coef, intercept, dropped, known=None):
       1.24 and 5.3 s, 8000 × 1000 6.2 and 39 s (Newton–CG ran out of products, and semismooth
       Newton's damped steps stopped at a kink a few rows on: 290 steps a fold, each a 601 × 601
       factorization), scikit-learn 0.2–0.95 s; 1200 × 150 at C = 3 and 75, 38 → 22 and 92 → 59 ms;
-    - where ``FOLD_STEPS`` factorizations of semismooth Newton are estimated (:mod:`glru.costs`) to
-      cost at least ``PRIMAL_ADVANTAGE`` times ``PRIMAL_PRODUCTS`` passes over the rows' stored
-      values and the rows (LIBLINEAR's loops, without SciPy's per-call share), and the full fit's
-      Hessian (``known``'s, (curvatures, H) that its solve left, :attr:`glru.problem.Problem.known_hessian`;
-      else formed at (coef, intercept)), scaled to a unit diagonal as LIBLINEAR preconditions
-      its conjugate gradients, has a condition number of at most ``PRIMAL_MAX_CONDITION``
-      (:func:`glru.hessian.jacobi_condition`). With a StandardScaler(with_mean=False), sparse
-      Gaussian values: 3559 × 256, C = 1.5, 10-fold (condition 55) 74 → 52 ms; 1755 × 359,
-      C = 0.49, 5-fold (745) 69 → 31 ms. Standardized one-hot columns are conditioned far worse
-      (a9a.t, a8a, mushrooms, w8a at C = 0.1 and 1: 7.6e4–1.8e7), where LIBLINEAR's conjugate
-      gradients crawl (a9a.t 0.11 → 1.86 s). Where factorizations are cheap semismooth Newton
-      stays: 7088 × 219 (0.5 %), C = 0.88 (condition 52), 76 ms against 97 by LIBLINEAR."""
+    - where a fold of semismooth Newton, ``FOLD_STEPS`` factorizations and a Gram matrix of the
+      rows (its first Hessian and the rows its steps move), is estimated (:mod:`glru.costs`) to
+      cost at least ``PRIMAL_ADVANTAGE`` times ``PRIMAL_PRODUCTS`` of LIBLINEAR's passes over the
+      rows (each row counted as ``PRIMAL_ROW_VALUES`` stored values), and the full fit's Hessian
+      (``known``'s, (curvatures, H) that its solve left, :attr:`glru.problem.Problem.known_hessian`;
+      else formed at (coef, intercept) and left there, for the folds' StartGram should they stay
+      semismooth), scaled to a unit diagonal as LIBLINEAR preconditions its conjugate gradients,
+      has a condition number of at most ``PRIMAL_MAX_CONDITION`` (:func:`glru.hessian.jacobi_condition`).
+      StandardScaler(with_mean=False) + LinearSVC on sparse Gaussian values (the full fit's
+      condition, semismooth Newton's and LIBLINEAR's folds): 6000 × 400, 5-fold, C = 0.1, 3, 75
+      (880–2200) 90–107 against 46–91 ms; 20000 × 500 (570–680) 324–452 against 215–412 ms;
+      1200 × 150, C = 0.1 (130) 23 against 15 ms; 3559 × 256, C = 1.5, 10-fold (55) 59 against
+      43 ms; 1755 × 359, C = 0.49, 5-fold (750) 54 against 23 ms. Standardized one-hot columns are
+      conditioned far worse (a9a.t, a8a, mushrooms, w8a at C = 0.1 and 1: 2.5e5–1.8e7), where
+      LIBLINEAR's conjugate gradients crawl (a9a.t 0.11 → 1.86 s). Semismooth Newton stays where
+      its factorizations and Gram matrices are cheap against LIBLINEAR's passes: 10000 × 200
+      (condition 240–340) 59–60 against 60–91 ms; 7088 × 219 (0.5 %: two values a row),
+      C = 0.88 (52), 63 against 73 ms; 9801 × 24, 1369 × 34, 338 × 14."""
     if not (liblinear_may_pay_off(problem) and primal_applies(problem.loss, problem.X, dropped)):
         return False
     if primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
         return True
     if not semismooth_by_default(problem):
         return False
-    passes = SPARSE_PRODUCT_SECONDS * (problem.X.nnz + problem.n)
-    dear = FOLD_STEPS * factor_seconds(problem.d + problem.fit_intercept) >= PRIMAL_ADVANTAGE * PRIMAL_PRODUCTS * passes
-    if not dear:
+    semismooth = FOLD_STEPS * factor_seconds(problem.d + problem.fit_intercept) + gram_seconds(problem.X)
+    primal = PRIMAL_PRODUCTS * SPARSE_PRODUCT_SECONDS * (problem.X.nnz + PRIMAL_ROW_VALUES * problem.n)
+    if semismooth < PRIMAL_ADVANTAGE * primal:
         return False
-    hessian = known[1] if known is not None else problem.hessian(
-        problem.loss.second_derivative(problem.y, problem.margins(coef, intercept)) / problem.n)
-    return jacobi_condition(hessian) <= PRIMAL_MAX_CONDITION
+    if known is None:  # (left for the folds' StartGram, should they stay semismooth)
+        curvatures = problem.loss.second_derivative(problem.y, problem.margins(coef, intercept)) / problem.n
+        known = problem.known_hessian = (curvatures, problem.hessian(curvatures))
+    return jacobi_condition(known[1]) <= PRIMAL_MAX_CONDITION
 
 
 def liblinear_may_pay_off(problem):
@@ -206,9 +223,12 @@ def start_by_liblinear(problem):
 
 
 # semismooth Newton's damped steps a fold (7–8 measured on sparse Gaussian 1755 × 359, 5 on 7088 × 219), LIBLINEAR's
-# passes over a fold's rows (300–500 measured, its runs at 1e-6, 1e-8, ... together, on the shapes above)
-FOLD_STEPS, PRIMAL_PRODUCTS, PRIMAL_ADVANTAGE = 8, 400, 2.0
-PRIMAL_MAX_CONDITION = 1e3
+# passes over a fold's rows (its runs at 1e-6, 1e-8, ... together: 40–60 on sparse Gaussian 6000 × 400 and
+# 10000 × 200, C = 0.1 to 75, each row costing what PRIMAL_ROW_VALUES stored values do: its loss term and calls; a
+# pass over 400,000 values took 104, 297 and 1600 µs in rows of 32, 8 and 2), and the condition number up to which
+# LIBLINEAR's conjugate gradients are quick (see liblinear_pays_off)
+FOLD_STEPS, PRIMAL_PRODUCTS, PRIMAL_ROW_VALUES, PRIMAL_ADVANTAGE = 8, 60, 10, 2.0
+PRIMAL_MAX_CONDITION = 1e4
 
 
 def start_gram_pays_off(problem):

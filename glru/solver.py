@@ -1036,7 +1036,7 @@ class SignsDecided:
 
 def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol, method="auto",
                    column_summaries=None, signs=None, preconditioner=None, start_open=False, known_hessian=None,
-                   start_evaluation=None, with_evaluation=False):
+                   start_evaluation=None, with_evaluation=False, formed_polish=None):
     """Solve the problem on (X_train, y_train) from (coef, intercept) by :func:`solve`'s
     ``method``, to relative gap ``tol`` and then polished (:func:`polish`); with ``X_test``,
     stop as soon as the signs of its decision values are certified (Remark 3). Returns (coef,
@@ -1050,7 +1050,9 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     ``start_open``, ``start_evaluation``: the caller found (coef, intercept) open on this problem,
     with that gap evaluation if given (:func:`solve`). ``known_hessian``: :attr:`Problem.known_hessian`
     (for semismooth Newton's steps). ``with_evaluation``: (coef, intercept, the GapEvaluation there
-    or None where the point was polished after the solve) is returned."""
+    or None where the point was polished after the solve) is returned. ``formed_polish``: whether
+    the polish forms the Hessian (None: where the solve ended on formed steps or it is cheap,
+    :func:`_formed_polish_pays`)."""
     from .certificate import certificate_at  # (certificate imports this module)
 
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
@@ -1077,7 +1079,8 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
         return (result.coef, result.intercept, result.evaluation) if with_evaluation else (result.coef, result.intercept)
     # a sign no certificate decides, or values: polished, with the Hessian formed where the solve found
     # its products dear (it ended on those steps) or it costs few of them
-    formed = result.method.endswith("formed-newton") or _formed_polish_pays(problem)
+    formed = result.method.endswith("formed-newton") or _formed_polish_pays(problem) if formed_polish is None \
+        else formed_polish
     polished = polish(problem, result.coef, result.intercept,
                       newton_solve=dense_newton_solve(problem, frozen=True) if formed else None,
                       preconditioner=None if formed else preconditioner)

@@ -23,6 +23,7 @@ from sklearn.svm import LinearSVC
 
 import glru.cross_validation as glru_cv
 import glru.fold_refit as glru_fold_refit
+import glru.solver as glru_solver
 from glru.costs import gram_seconds
 from glru.fold_hessian import StartGram
 from glru.losses import get_loss
@@ -394,25 +395,41 @@ def _sparse_gaussian(seed, n, d, density, noise):
     return X, np.where(X @ rng.standard_normal(d) + noise * np.sqrt(density * d) * rng.standard_normal(n) > 0, 1, 0)
 
 
-@pytest.mark.parametrize("noise, C, hard_margin", [(1.0, 0.1, False), (0.1, 0.05, True)],
-                         ids=["well-conditioned", "near-a-hard-margin"])
-def test_scaled_svc_folds_by_liblinear_equal_exact_refits(monkeypatch, noise, C, hard_margin):
+@pytest.mark.parametrize("seed, noise, C, hard_margin, polished", [(5, 1.0, 0.1, False, False),
+                                                                  (5, 0.1, 0.05, True, False),
+                                                                  (6, 1.0, 75.0, False, True)],
+                         ids=["well-conditioned", "near-a-hard-margin", "a-sign-read-at-rounding"])
+def test_scaled_svc_folds_by_liblinear_equal_exact_refits(monkeypatch, seed, noise, C, hard_margin, polished):
     """StandardScaler(with_mean=False) + LinearSVC on sparse Gaussian 1200 × 300 (3 %), 5-fold: the
     full fit's Hessian well conditioned where its 301 × 301 factorizations are dear, or the fit near
     a hard margin (glru.fold_refit.liblinear_pays_off), every fold is solved by LIBLINEAR's
-    trust-region Newton from the full fit, and every score and bound is the exact refits'."""
-    X, y = _sparse_gaussian(5, 1200, 300, 0.03, noise)
+    trust-region Newton from the full fit, a sign no certificate decides read where conjugate
+    gradients polished it (``polished``: a fold's, at C = 75), and every score and bound is the
+    exact refits'."""
+    X, y = _sparse_gaussian(seed, 1200, 300, 0.03, noise)
     estimator = make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=C))
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
-    methods, solve = [], glru_fold_refit.solve_held_out
-    monkeypatch.setattr(glru_fold_refit, "solve_held_out", lambda *args, **kwargs: methods.append(args[9])
-                        or solve(*args, **kwargs))
+    methods, polishes, solve, polish = [], [], glru_fold_refit.solve_held_out, glru_solver.polish
+
+    def solve_fold(*args, **kwargs):
+        methods.append(args[9])
+        polishes.append(0)
+        return solve(*args, **kwargs)
+
+    def polish_counted(*args, **kwargs):
+        if polishes:  # (a fold's; the full fit's estimator_ is solved before them)
+            assert kwargs.get("newton_solve") is None  # (by conjugate gradients, no Hessian formed)
+            polishes[-1] += 1
+        return polish(*args, **kwargs)
+
+    monkeypatch.setattr(glru_fold_refit, "solve_held_out", solve_fold)
+    monkeypatch.setattr(glru_solver, "polish", polish_counted)
     margins, near = [], glru_fold_refit.primal_pays_off_near_hard_margin
     monkeypatch.setattr(glru_fold_refit, "primal_pays_off_near_hard_margin", lambda *args: margins.append(
         near(*args)) or margins[-1])
     validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
     assert margins == [hard_margin] and methods == ["liblinear"] * validator.n_retrained_
-    assert validator.n_retrained_ > 0
+    assert validator.n_retrained_ > 0 and (sum(polishes) > 0) == polished
     np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
     values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
                              for train, test in cv.split(X, y)])
@@ -430,6 +447,8 @@ def test_scaled_svc_folds_stay_semismooth_where_liblinear_would_crawl():
     coef = np.zeros(300)
     assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, (None, np.eye(300)))
     assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests)  # (its Hessian formed at the start)
+    curvatures, hessian = problem.known_hessian  # (left for the folds' StartGram)
+    np.testing.assert_allclose(hessian, problem.hessian(curvatures), rtol=1e-12, atol=0)
     ill = np.eye(300)
     ill[0, 1] = ill[1, 0] = 1 - 1e-6
     assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, (None, ill))
@@ -438,6 +457,18 @@ def test_scaled_svc_folds_stay_semismooth_where_liblinear_would_crawl():
     # leave-one-out folds stay closer to the full fit: theirs
     assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, [np.array([k]) for k in range(1200)],
                                                   (None, np.eye(300)))
+
+
+def test_liblinear_pays_off_weighs_the_gram_matrices_of_semismooth_folds():
+    """Semismooth Newton's folds form Gram matrices of their rows as well as factorizations: with
+    15 rows a feature (sparse Gaussian 6000 × 400, 5 %) LIBLINEAR's folds pay off, though 401 × 401
+    factorizations alone are cheap; with two stored values a row (7088 × 219, 0.5 %), whose Gram
+    matrices are cheap and LIBLINEAR's passes dear for their rows, semismooth Newton stays."""
+    for (n, d, density), chosen in (((6000, 400, 0.05), True), ((7088, 219, 0.005), False)):
+        X, y = _sparse_gaussian(7, n, d, density, 1.0)
+        problem = Problem(X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(1.0 / n), False)
+        tests = [np.arange(k, n, 5) for k in range(5)]
+        assert glru_fold_refit.liblinear_pays_off(problem, np.zeros(d), 0.0, tests, (None, np.eye(d))) == chosen
 
 
 def _steps_taken_together(monkeypatch):
