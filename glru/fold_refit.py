@@ -96,8 +96,10 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         # (a polished start's bounds are computed once, below; at a zero start every decision value is 0,
         # inside the ball's interval: only the box could decide a sign there)
         zero = not (np.any(coef) or intercept) and not loss.box_narrows_ball
-        # LIBLINEAR's folds of many held-out rows (liblinear_pays_off, for all folds) start unchecked: the ball
-        # there decided no such fold, and a run from a start already optimal ends at its first gradient
+        # LIBLINEAR's folds of many held-out rows (liblinear_pays_off, for all folds) start unchecked: a fold's
+        # start, the full fit carried over to its scaling, was at relative gaps of 9–15 on the sparse Gaussian shapes
+        # of --svc-rows-scaled, its ball deciding nothing, and its gap and bounds cost 0.5–1 ms a fold on
+        # 6000 × 400; a run from a start already optimal ends at its first gradient
         unchecked = method == "liblinear" and len(starts) == 1 and X_test.shape[0] > BALL_FIRST_ROWS
         if not polished and not zero and not unchecked and (not chord or stepped or X_test.shape[0] <= BALL_FIRST_ROWS):
             lower, upper, values, evaluation = certified_bounds(
