@@ -70,7 +70,9 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         instead of forming its own; called only if those steps are taken.
     method : str, optional
         The solve's :func:`glru.solver.solve` method, chosen for all folds from the full fit
-        (:func:`liblinear_pays_off`); :func:`fold_method` of the fold if None.
+        (:func:`liblinear_pays_off`); :func:`fold_method` of the fold if None. With
+        ``"liblinear"`` a fold of many held-out rows is solved from its start unchecked, and a
+        sign no certificate decides is polished by conjugate gradients.
 
     Returns
     -------

@@ -523,7 +523,8 @@ def _full_fit(model, X, codes, n_classes, start=None, exact=True, rough=False):
     otherwise (no ``estimator_`` asked for: :func:`cross_val_score`, a grid point of
     :class:`~sklearn_ext.GLRUSearchCV`) solved to the relative gap ``START_TOL`` only, far closer
     to the full optimum than any fold's optimum is (to ``ROUGH_START_TOL``, with ``rough``, where
-    the folds are LIBLINEAR's, :func:`glru.fold_refit.fold_method`; not at all for two classes whose folds
+    the folds are LIBLINEAR's, :func:`glru.fold_refit.fold_method`; to ``PRIMAL_START_TOL``, one LIBLINEAR
+    run, where :func:`glru.fold_refit.start_by_liblinear`; not at all for two classes whose folds
     are its dual's, which takes no start). One row per class with three classes or more
     (multinomial: symmetric, as scikit-learn's, and exact unless ``rough``: the folds each hold
     out at least ``ROUGH_START_SHARE`` of the rows, and the full fit, not needed, only starts them,
