@@ -161,7 +161,7 @@ def fold_method(problem):
     return "formed-newton" if hessian_is_cheap(problem) else "auto"
 
 
-def liblinear_pays_off(problem, coef, intercept, dropped, known=None):
+def liblinear_pays_off(problem, coef, intercept, dropped):
     """Whether the folds of ``problem`` (the full data; its folds, each scaled its own way, leave
     out the rows ``dropped``) are solved faster by LIBLINEAR's trust-region Newton (``"liblinear"``)
     from the full fit (coef, intercept) than as :func:`fold_method` has them, where that is
@@ -179,7 +179,7 @@ def liblinear_pays_off(problem, coef, intercept, dropped, known=None):
       rows (its first Hessian and the rows its steps move), is estimated (:mod:`glru.costs`) to
       cost at least ``PRIMAL_ADVANTAGE`` times ``PRIMAL_PRODUCTS`` of LIBLINEAR's passes over the
       rows (each row counted as ``PRIMAL_ROW_VALUES`` stored values), and the full fit's Hessian
-      (``known``'s, (curvatures, H) that its solve left, :attr:`glru.problem.Problem.known_hessian`;
+      (``problem``'s :attr:`~glru.problem.Problem.known_hessian`, (curvatures, H) that its solve left;
       else formed at (coef, intercept) and left there, for the folds' StartGram should they stay
       semismooth), scaled to a unit diagonal as LIBLINEAR preconditions its conjugate gradients,
       has a condition number of at most ``PRIMAL_MAX_CONDITION`` (:func:`glru.hessian.jacobi_condition`).
@@ -203,10 +203,10 @@ def liblinear_pays_off(problem, coef, intercept, dropped, known=None):
     primal = PRIMAL_PRODUCTS * SPARSE_PRODUCT_SECONDS * (problem.X.nnz + PRIMAL_ROW_VALUES * problem.n)
     if semismooth < PRIMAL_ADVANTAGE * primal:
         return False
-    if known is None:  # (left for the folds' StartGram, should they stay semismooth)
+    if problem.known_hessian is None:  # (left for the folds' StartGram, should they stay semismooth)
         curvatures = problem.loss.second_derivative(problem.y, problem.margins(coef, intercept)) / problem.n
-        known = problem.known_hessian = (curvatures, problem.hessian(curvatures))
-    return jacobi_condition(known[1]) <= PRIMAL_MAX_CONDITION
+        problem.known_hessian = (curvatures, problem.hessian(curvatures))
+    return jacobi_condition(problem.known_hessian[1]) <= PRIMAL_MAX_CONDITION
 
 
 def liblinear_may_pay_off(problem):

@@ -279,12 +279,15 @@ class GLRUCrossValidator(BaseEstimator):
             start, preconditioner, known = _full_fit(model, X_full, codes, classes.size, previous_full, exact=refit,
                                                      rough=rough)
         fitted = time.perf_counter()
-        # the binary full problem, on which the folds' method and their StartGram are judged
-        full = Problem(X_full, np.where(codes == 1, 1.0, -1.0), model.loss, model.penalty_for(X_full.shape[0]),
-                       model.fit_intercept) if classes.size == 2 and X_full is not None else None
-        method = _folds_method(full, start, known, [splits[k][1] for k in trainable]) if full is not None else None
-        # (the Hessian the full fit's solve left, or the one liblinear_pays_off formed)
-        start_gram = _start_gram(preprocessing, full, start, known or full.known_hessian) \
+        # the binary full problem, on which the folds' method and their StartGram are judged, with the Hessian the full
+        # fit's solve left (or, where none, the one liblinear_pays_off forms)
+        full = None
+        if classes.size == 2 and X_full is not None:
+            full = Problem(X_full, np.where(codes == 1, 1.0, -1.0), model.loss, model.penalty_for(X_full.shape[0]),
+                           model.fit_intercept)
+            full.known_hessian = known
+        method = _folds_method(full, start, [splits[k][1] for k in trainable]) if full is not None else None
+        start_gram = _start_gram(preprocessing, full, start) \
             if full is not None and old is not None and method is None else None
         together = {}  # fold j → (its start, its fitted steps or None, polished, M_j⁻¹, stepped)
         if stepping:
@@ -722,18 +725,18 @@ def _starts_together(model, X_in, single, codes, splits, start, old, scales, shi
             for j, (z, done) in enumerate(zip(Z.T, polished))]
 
 
-def _folds_method(full, start, known, tests):
+def _folds_method(full, start, tests):
     """``"liblinear"`` where the binary folds, holding out the rows ``tests``, are solved faster by
     LIBLINEAR's trust-region Newton than by their own :func:`glru.fold_refit.fold_method`
     (:func:`glru.fold_refit.liblinear_pays_off`, judged on the ``full`` problem at the full fit
-    ``start``, with the Hessian ``known`` its solve left, if any), else None."""
+    ``start``, with the Hessian its solve left, if any, as its ``known_hessian``), else None."""
     with blas_for(full.X):
-        return "liblinear" if liblinear_pays_off(full, *start, tests, known) else None
+        return "liblinear" if liblinear_pays_off(full, *start, tests) else None
 
 
-def _start_gram(preprocessing, full, start, known=None):
+def _start_gram(preprocessing, full, start):
     """The :class:`~glru.fold_hessian.StartGram` of the ``full`` binary problem at the full fit
-    ``start`` (from the Hessian ``known`` its solve left, where that is for its curvatures), from
+    ``start`` (from its ``known_hessian``, where that is for its curvatures), from
     which each binary fold's first Hessian is computed (:meth:`LinearModel.fold_mapping`), where
     that pays (:func:`glru.fold_refit.start_gram_pays_off`: the folds take semismooth Newton steps)
     and they start from the full fit carried over to their scaling by one per-feature scaler; else
@@ -741,7 +744,7 @@ def _start_gram(preprocessing, full, start, known=None):
     if len(preprocessing.steps) != 1 or not start_gram_pays_off(full):
         return None
     with blas_for(full.X):
-        return StartGram(full.X, full.y, full.loss, *start, full.fit_intercept, known, full.penalty)
+        return StartGram(full.X, full.y, full.loss, *start, full.fit_intercept, full.known_hessian, full.penalty)
 
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, old, need, previous=None,

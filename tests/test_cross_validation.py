@@ -442,21 +442,25 @@ def test_scaled_svc_folds_stay_semismooth_where_liblinear_would_crawl():
     copy, as standardized one-hot columns are), or the factorizations cheap: the folds keep their own
     method (glru.fold_refit.liblinear_pays_off)."""
     X, y = _sparse_gaussian(5, 1200, 300, 0.03, 1.0)
-    problem = Problem(X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(1.0 / (1200 * 0.1)), False)
     tests = [np.arange(k, 1200, 5) for k in range(5)]
     coef = np.zeros(300)
-    assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, (None, np.eye(300)))
-    assert glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests)  # (its Hessian formed at the start)
+
+    def judged(X, known=None, tests=tests):  # (the Hessian the full fit's solve left, if any)
+        problem = Problem(X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(1.0 / (1200 * 0.1)), False)
+        problem.known_hessian = known
+        return glru_fold_refit.liblinear_pays_off(problem, coef[:X.shape[1]], 0.0, tests), problem
+
+    assert judged(X, (None, np.eye(300)))[0]
+    chosen, problem = judged(X)  # (its Hessian formed at the start)
+    assert chosen
     curvatures, hessian = problem.known_hessian  # (left for the folds' StartGram)
     np.testing.assert_allclose(hessian, problem.hessian(curvatures), rtol=1e-12, atol=0)
     ill = np.eye(300)
     ill[0, 1] = ill[1, 0] = 1 - 1e-6
-    assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, tests, (None, ill))
-    narrow = Problem(X[:, :60], problem.y, problem.loss, problem.penalty, False)  # (61 × 61 factorizations: cheap)
-    assert not glru_fold_refit.liblinear_pays_off(narrow, coef[:60], 0.0, tests, (None, np.eye(60)))
+    assert not judged(X, (None, ill))[0]
+    assert not judged(X[:, :60], (None, np.eye(60)))[0]  # (61 × 61 factorizations: cheap)
     # leave-one-out folds stay closer to the full fit: theirs
-    assert not glru_fold_refit.liblinear_pays_off(problem, coef, 0.0, [np.array([k]) for k in range(1200)],
-                                                  (None, np.eye(300)))
+    assert not judged(X, (None, np.eye(300)), [np.array([k]) for k in range(1200)])[0]
 
 
 def test_liblinear_pays_off_weighs_the_gram_matrices_of_semismooth_folds():
@@ -467,8 +471,9 @@ def test_liblinear_pays_off_weighs_the_gram_matrices_of_semismooth_folds():
     for (n, d, density), chosen in (((6000, 400, 0.05), True), ((7088, 219, 0.005), False)):
         X, y = _sparse_gaussian(7, n, d, density, 1.0)
         problem = Problem(X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(1.0 / n), False)
+        problem.known_hessian = (None, np.eye(d))  # (as the full fit's solve leaves one)
         tests = [np.arange(k, n, 5) for k in range(5)]
-        assert glru_fold_refit.liblinear_pays_off(problem, np.zeros(d), 0.0, tests, (None, np.eye(d))) == chosen
+        assert glru_fold_refit.liblinear_pays_off(problem, np.zeros(d), 0.0, tests) == chosen
 
 
 def _steps_taken_together(monkeypatch):
