@@ -258,7 +258,8 @@ class _Engine:
         # (twenty-seventh session)
         if start_tol is not None and (self.fold_method in ("liblinear", "liblinear-dual")
                                       or not self.newton and sp.issparse(X)):
-            self.full_tol = max(self.full_tol, start_tol)
+            dual_start = DUAL_START_TOL if self.fold_method == "liblinear-dual" else 0.0
+            self.full_tol = max(self.full_tol, start_tol, dual_start)
             if self.cold_method == "auto" and type(loss) is SquaredHinge \
                     and n <= ROUGH_PRIMAL_ROWS_PER_FEATURE * dim:
                 # to a rough gap LIBLINEAR's primal (C) took less time than SciPy's trust-region Newton on
@@ -1174,6 +1175,14 @@ def _curved_count(problem, coef, intercept):
 
 
 PRIMAL_MAX_ROWS_PER_FEATURE = 5
+# the full fit of folds solved by LIBLINEAR's dual with start_tol: they start cold, so it only centres their first
+# certificates and tells whether the dual crawls (its folds then go to semismooth Newton, _Engine._hub). One run
+# of the dual at scikit-learn's tolerance does both, whatever gap under glru.solver's crawl threshold (1e-2) it
+# leaves; the second run, to ROUGH_START_TOL, certified nothing. LinearSVC, drawn configurations of
+# benchmarks/bench_cross_validation.py --random: sparse 1940 × 1951 (C = 6.87, 10-fold), 2.4e-4 after the first
+# run (38 ms), 83 ms more for the second: 0.81 → 0.71–0.78 s; dense 422 × 1708 (C = 0.013, 5-fold) 0.32 → 0.16 s;
+# six others within ±8 % (docs/benchmarks.md, thirty-sixth session)
+DUAL_START_TOL = 1e-2
 ROUGH_PRIMAL_ROWS_PER_FEATURE = 16  # (see _Engine.__init__: a rough full fit by LIBLINEAR's primal)
 PRIMAL_MAX_FOLDS = 10
 HARD_MARGIN_ROWS_PER_FEATURE = 2.5
