@@ -338,10 +338,12 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense, single=False):
     out = np.zeros((d, d), dtype=np.float32 if dense and single else float, order="F" if dense else "C")
     count = X.shape[0] if rows is None else len(rows)
     per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) and not dense else d
-    # sparse products pay a fixed cost per call (index conversions), but their temporaries (the
-    # chunk, its weighted copy and SciPy's format conversion) are copies: 2**15 stored values a
-    # chunk keeps them near 1 MiB, at the speed of larger chunks; dense chunks are 2**17 floats
-    size = max(1, int((1 << (17 if dense else 15)) // max(per_row, 1.0)))
+    # dense chunks are 2**17 floats. A sparse chunk's product is written out and added into ``out`` whole, up
+    # to d² entries a chunk whatever its rows: chunks of d²/4 stored values (at least 2**15), whose copies (the
+    # chunk, its weighted copy, its transpose: 36 bytes a value) take about the Gram matrix's own 8d² bytes.
+    # Against 2**15 a chunk: sparse 7244 × 683 (39 values a row) 57 → 31 ms, 2517 × 1932 (98) 167 → 68 ms,
+    # Gaussian 20000 × 500 (25) 57 → 40 ms and 10000 × 1000 (20) 32 → 19 ms; within ±10 % where d² ≤ 2**17
+    size = max(1, int((1 << 17 if dense else max(1 << 15, d * d // 4)) // max(per_row, 1.0)))
     for start in range(0, count, size):
         chunk = slice(start, start + size)
         part = X[chunk] if rows is None else X[rows[chunk]]

@@ -95,12 +95,22 @@ def test_sparse_products_take_either_index_type(index_type):
                                rtol=0, atol=1e-11)
 
 
-def test_chunked_sparse_products_accumulate():
-    """Many short rows: the sparse products run a chunk of rows at a time, and add up."""
-    X = sp.random(30_000, 200, density=0.015, format="csr", random_state=5)  # 3 values a row: sparse
-    weights = np.random.default_rng(6).standard_normal(30_000)
-    np.testing.assert_allclose(weighted_gram(X, weights, False), _expected(X.toarray(), weights, False, None),
-                               rtol=0, atol=1e-9)
+@pytest.mark.parametrize("n, d, density, chunks", [(30_000, 200, 0.015, 3), (16_000, 480, 0.02, 3)])
+def test_chunked_sparse_products_accumulate(monkeypatch, n, d, density, chunks):
+    """Many short rows: the sparse products run a chunk of rows at a time (2**15 stored values, or
+    d²/4 where that is more), and add up, on all rows and on a subset, with an intercept."""
+    X = sp.random(n, d, density=density, format="csr", random_state=5)  # 3 and 10 values a row: sparse
+    weights = np.random.default_rng(6).standard_normal(n)
+    products, product = [], newton_centres._add_transpose_product
+    monkeypatch.setattr(newton_centres, "_add_transpose_product", lambda *args: products.append(1) or product(*args))
+    rows = np.arange(0, n, 2)
+    for fit_intercept, chosen in ((False, None), (True, rows)):
+        products.clear()
+        chosen_weights = weights if chosen is None else weights[chosen]
+        expected = (X if chosen is None else X[chosen]).toarray()
+        np.testing.assert_allclose(weighted_gram(X, chosen_weights, fit_intercept, chosen),
+                                   _expected(expected, chosen_weights, fit_intercept, None), rtol=0, atol=1e-9)
+        assert len(products) == (chunks if chosen is None else -(-chunks // 2))
 
 
 @settings(max_examples=40, deadline=None)
