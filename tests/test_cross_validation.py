@@ -1235,7 +1235,8 @@ def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, pr
 def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres, sparse):
     """``cross_validate(start_tol=...)``: where the folds are solved by LIBLINEAR (its dual or its
     primal), or take Newton–CG steps on sparse rows, the full fit is solved to that relative gap only
-    (the dual's, whose folds start cold, to ``DUAL_START_TOL`` if that is looser), and it is the result's coef; where Newton centres take its Hessian, or the folds of dense rows
+    (the dual's, whose folds start cold with no certificates there, to ``DUAL_START_TOL`` if that is looser),
+    and it is the result's coef; where Newton centres take its Hessian, or the folds of dense rows
     start from it (on to their semismooth solves), it stays exact. A rough full fit of the squared
     hinge is LIBLINEAR's (its dual, or its primal) with up to ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a
     feature; with more, and for the logistic loss, SciPy's trust-region Newton's. The folds' labels
@@ -1256,11 +1257,15 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     tols, methods, solve = [], [], glru_cv.solve
     monkeypatch.setattr(glru_cv, "solve", lambda *args, **kwargs: tols.append(kwargs.get("tol")) or
                         methods.append(kwargs.get("method")) or solve(*args, **kwargs))
+    certified, certificates = [], glru_cv._FoldChecker.certificates
+    monkeypatch.setattr(glru_cv._FoldChecker, "certificates",
+                        lambda self, *args, **kwargs: certified.append(len(args[0])) or certificates(self, *args, **kwargs))
     rough = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False, start_tol=ROUGH_START_TOL)
+    certified_rough = [count for count in certified if count]  # (the folds of each call that certifies some)
     rough_fit = not centres and sparse
     # (the dual's folds start cold: its full fit is one run, to DUAL_START_TOL)
-    rough_tol = max(ROUGH_START_TOL, glru_cv.DUAL_START_TOL) if glru_cv.dual_pays_off(hinge, False, n, d) else \
-        ROUGH_START_TOL
+    dual = glru_cv.dual_pays_off(hinge, False, n, d)
+    rough_tol = max(ROUGH_START_TOL, glru_cv.DUAL_START_TOL) if dual else ROUGH_START_TOL
     assert tols[:1] == ([rough_tol] if rough_fit else [] if centres else [glru_cv.TOL_EXACT])
     if rough_fit:
         assert methods[0].startswith("liblinear") == (loss == "squared_hinge" and
@@ -1268,6 +1273,8 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     exact = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False)
     gap = Problem(X, y, hinge, penalty_for(n), False).duality_gap(rough.coef, 0.0).relative_gap
     assert gap <= (rough_tol if rough_fit else glru_cv.TOL_EXACT)
+    if rough_fit and dual:  # no certificates at that start: every fold solved cold, then certified
+        assert certified_rough == [len(folds)] and rough.n_certified == 0 and all(o.solved for o in rough.outcomes)
     for (train, test), with_rough, with_exact in zip(splits, rough.outcomes, exact.outcomes):
         np.testing.assert_array_equal(with_rough.labels, with_exact.labels)
         estimator = LinearSVC(C=1.0, fit_intercept=False) if loss == "squared_hinge" else \
