@@ -180,7 +180,9 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
         Where the caller needs no full-data model (scores only) and every fold holds out many
         rows: the relative gap to which the full fit is solved where it only starts folds solved
         by LIBLINEAR (no Newton centres take its Hessian, no steps start from it) and is their
-        first certificate's centre. The result's ``coef`` and ``intercept`` are then that start.
+        first certificate's centre; for its dual's folds, which start cold, one run to
+        ``DUAL_START_TOL`` where that is looser, and with ``solve_open`` no certificate there. The result's ``coef``
+        and ``intercept`` are then that start.
         None: the full fit is exact (``TOL_EXACT`` for labels, rounding level for values).
     n_jobs, verbose, pre_dispatch : passed to :class:`joblib.Parallel` for the fold solves.
 

@@ -342,7 +342,7 @@ def _add_gram(gram, X, weights, fit_intercept, rows, dense, single=False):
     # to d² entries a chunk whatever its rows: chunks of d²/4 stored values (at least 2**15), whose copies (the
     # chunk, its weighted copy, its transpose: 36 bytes a value) take about the Gram matrix's own 8d² bytes.
     # Against 2**15 a chunk: sparse 7244 × 683 (39 values a row) 57 → 31 ms, 2517 × 1932 (98) 167 → 68 ms,
-    # Gaussian 20000 × 500 (25) 57 → 40 ms and 10000 × 1000 (20) 32 → 19 ms; within ±10 % where d² ≤ 2**17
+    # Gaussian 20000 × 500 (25) 57 → 40 ms and 10000 × 1000 (20) 32 → 19 ms (unchanged where d² ≤ 2**17)
     size = max(1, int((1 << 17 if dense else max(1 << 15, d * d // 4)) // max(per_row, 1.0)))
     for start in range(0, count, size):
         chunk = slice(start, start + size)
