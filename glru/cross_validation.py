@@ -54,7 +54,8 @@ from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
 from .semismooth import PIVOT_ALLOWANCE, dual_pieces_apply, pivots_apply
-from .solver import SEMISMOOTH_CHEAP_DIM, dual_solves, polish, solve, solve_held_out, subsampled_newton
+from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled, dual_solves, polish, solve, solve_held_out,
+                     subsampled_newton)
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -291,6 +292,9 @@ class _Engine:
 
     def _run(self, solve_open):
         clock = _Clock()
+        # LIBLINEAR's dual folds from a rough start, all solved: no full fit; the first open fold's first run
+        # tells what the full fit's one run did (_probe)
+        self.probing = solve_open and self._dual_from_rough_start()
         hub = self.hub = self._hub()
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
@@ -306,7 +310,7 @@ class _Engine:
         self.fold_solvers = [None] * len(self.folds)
         centres = self._newton_centres() if self.newton else [hub] * len(self.folds)
         self.curvatures = self._fold_curvatures() if self.newton else [None] * len(self.folds)
-        if solve_open and self._dual_from_rough_start():
+        if self.probing:
             outcomes = [_open_outcome(f.test.size) for f in self.folds]
         elif solve_open:  # the chord's first pass certifies these at their centres (one gradient each)
             outcomes = [None if c is None else _open_outcome(f.test.size) for f, c in zip(self.folds, self.curvatures)]
@@ -352,7 +356,7 @@ class _Engine:
             open_folds = [k for k in open_folds if self._open(outcomes[k])]
         if open_folds:
             self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
-            solved = self._solve(open_folds, self.work_X, self._starts(open_folds, [centres[k] for k in open_folds]))
+            solved = self._solve_open(open_folds, [centres[k] for k in open_folds])
             for k, (outcome, _, _) in zip(open_folds, self._certify(open_folds, solved, thorough=True)):
                 outcome.solved = True
                 outcomes[k] = outcome
@@ -364,6 +368,39 @@ class _Engine:
             _warn_unsettled([k for k in open_folds if self._open(outcomes[k]) and not outcomes[k].rounded])
         clock.lap("solves")
         return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
+
+    def _solve_open(self, indices, centres):
+        """:meth:`_solve` of the open folds ``indices`` from their ``centres``; where ``self.probing``,
+        the first by :meth:`_probe`, and the others as it finds."""
+        if not self.probing:
+            return self._solve(indices, self.work_X, self._starts(indices, centres))
+        point, start, dual_eps = self._probe(indices[0])
+        if start is not None:  # (self.fold_method is now semismooth Newton's)
+            return self._solve(indices, self.work_X, [start] * len(indices))
+        if point is None:
+            return self._solve(indices, self.work_X, centres)
+        return [point] + self._solve(indices[1:], self.work_X, centres[1:], dual_eps=dual_eps)
+
+    def _probe(self, k):
+        """Where LIBLINEAR's dual solves the folds and no full fit was made (``self.probing``): fold k by one
+        run of the dual at scikit-learn's own tolerance (``DUAL_PROBE_EPS``), which tells what that full fit's
+        one run told, and is often the fold's solution. Returns (the fold's point where that run decided its
+        held-out signs, else None; the start of every fold where they go to semismooth Newton, else None; the
+        first tolerance of the other folds' runs, None for the solver's own rule). The folds go to semismooth
+        Newton where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are estimated
+        to cost less at its point (:func:`pivots_pay_off`); their runs start at ``DUAL_PROBE_EPS`` where it
+        decided the signs."""
+        fold = self.folds[k]
+        problem = Problem(self.work_X[fold.train], self.y[fold.train], self.loss, self.penalty_for(fold.n_train),
+                          self.fit_intercept)
+        result = solve(problem, tol=TOL_ROUNDING, stop_when=SignsDecided(self.work_X[fold.test]),
+                       method="liblinear-dual", max_iter=1, dual_eps=DUAL_PROBE_EPS)
+        decided = result.stopped_early or bool(result.signs_decided)
+        point = (result.coef, result.intercept) if decided else None
+        if dual_crawled(problem, result.evaluation) or pivots_pay_off(problem, result.coef):
+            self.fold_method = "semismooth"
+            return point, (result.coef, result.intercept), None
+        return point, None, DUAL_PROBE_EPS if decided else None
 
     # ---- stages
     def _hub(self):
@@ -380,6 +417,8 @@ class _Engine:
         penalty = self.penalty_for(n)
         problem = Problem(self.work_X, self.y, self.loss, penalty, self.fit_intercept)
         start = self._start()
+        if self.probing:  # (the dual's folds start cold)
+            return np.zeros(self.work_X.shape[1]), 0.0
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol, method=self._method_from(start))
             if self.fold_method == "liblinear-dual" and (full.method == "liblinear-dual+semismooth" or
@@ -774,9 +813,10 @@ class _Engine:
         at_hub = self.checker.objectives_at(folds, dropped, penalties, *self.hub, to_X)
         return [c if value <= hub else self.hub for c, value, hub in zip(centres, at_centres, at_hub)]
 
-    def _solve(self, indices, data, centres, stop_early=True):
+    def _solve(self, indices, data, centres, stop_early=True, dual_eps=None):
         """Solve the folds from the centres through joblib; with ``stop_early`` (and labels
-        needed) each stops once its held-out signs are certified (Remark 3)."""
+        needed) each stops once its held-out signs are certified (Remark 3). ``dual_eps``: see
+        :func:`glru.solver.solve`."""
         stop_early = stop_early and self.need == "labels"
         trains = (self.folds[k].train for k in indices)
         # the box of the early-stop check needs the training rows' column sums: the full data's less the
@@ -791,7 +831,7 @@ class _Engine:
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, None if cold else coef, intercept,
             data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
             _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if summarize else None,
-            start_open=stop_early)
+            start_open=stop_early, dual_eps=dual_eps)
             for k, train, (coef, intercept) in zip(indices, trains, centres))
         return Parallel(**self.parallel)(tasks)
 
@@ -1196,6 +1236,7 @@ PRIMAL_MAX_ROWS_PER_FEATURE = 5
 # run (38 ms), 83 ms more for the second: 0.81 → 0.71–0.78 s; dense 422 × 1708 (C = 0.013, 5-fold) 0.32 → 0.16 s;
 # six others within ±8 % (docs/benchmarks.md, thirty-sixth session)
 DUAL_START_TOL = 1e-2
+DUAL_PROBE_EPS = 1e-4  # scikit-learn's LinearSVC tol: _Engine._probe's run
 ROUGH_PRIMAL_ROWS_PER_FEATURE = 16  # (see _Engine.__init__: a rough full fit by LIBLINEAR's primal)
 PRIMAL_MAX_FOLDS = 10
 HARD_MARGIN_ROWS_PER_FEATURE = 2.5

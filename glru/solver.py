@@ -83,7 +83,7 @@ class SolverResult:
 
 
 def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=1000,
-          stop_when=None, method="auto", start_open=False, start_evaluation=None):
+          stop_when=None, method="auto", start_open=False, start_evaluation=None, dual_eps=None):
     """Minimise ``problem``'s primal until relative gap ≤ ``tol`` or ``stop_when`` holds.
 
     Parameters
@@ -107,6 +107,10 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
     start_evaluation : GapEvaluation, optional
         With ``start_open``, the start's gap evaluation, where the caller has it: the point the
         result falls back on if no other is checked (else the start is evaluated then).
+    dual_eps : float, optional
+        ``method="liblinear-dual"``: the tolerance of LIBLINEAR's first run, where the caller knows
+        one that suits this problem (e.g. from a fold like it); None: chosen by its shape and
+        what is asked.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
@@ -126,7 +130,7 @@ def solve(problem, coef_init=None, intercept_init=0.0, *, tol=1e-6, max_iter=100
         if not _liblinear_dual_applies(problem):
             raise ValueError("method='liblinear-dual' needs the squared hinge, an L2 penalty and no "
                              "unpenalized intercept.")
-        return _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start)
+        return _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start, first_eps=dual_eps)
     if method == "semismooth":
         if not _semismooth_applies(problem):
             raise ValueError("method='semismooth' needs an L2 penalty and a loss of piecewise constant curvature "
@@ -590,8 +594,8 @@ def _dual_may_crawl(problem):
     return norms.size > 0 and norms.max() > _DUAL_CRAWL_SPREAD * norms.min()
 
 
-def _dual_crawled(problem, monitor):
-    """Whether LIBLINEAR's dual, after a run, left a relative gap above
+def dual_crawled(problem, evaluation):
+    """Whether LIBLINEAR's dual, after a run ending at ``evaluation`` (its best point's), left a relative gap above
     ``_DUAL_CRAWL_GAP`` where semismooth Newton's factorizations are affordable (d̃ ≤
     ``SEMISMOOTH_FINISH_DIM``): near a hard margin with correlated rows coordinate descent
     crawls, and so does the primal trust-region Newton after it, its Hessian's condition number in
@@ -601,15 +605,14 @@ def _dual_crawled(problem, monitor):
     dual (0.12–0.47 s) to rounding level.
     Where the dual does not crawl its 1e-4 runs leave 1e-7–1e-5 (Gaussian 2000 × 2000, binary
     3000 × 3000, binary 3000 × 20000)."""
-    return problem.d + problem.fit_intercept <= SEMISMOOTH_FINISH_DIM and \
-        monitor.best_point()[2].relative_gap > _DUAL_CRAWL_GAP
+    return problem.d + problem.fit_intercept <= SEMISMOOTH_FINISH_DIM and evaluation.relative_gap > _DUAL_CRAWL_GAP
 
 
 _DUAL_CRAWL_GAP = 1e-2
 SEMISMOOTH_FINISH_DIM = 2048  # (d̃³/3 flops a factorization: 2.9e9, about 60 ms here)
 
 
-def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start=None):
+def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start=None, first_eps=None):
     """LIBLINEAR's dual coordinate descent (``-s 1``), unless ``coef`` is good enough already:
     each run cold with a tighter tolerance, until the gap or ``stop_when`` is satisfied (a run that
     converges with signs open goes on: :meth:`_GapMonitor.settled`); finished
@@ -618,8 +621,9 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start=No
     one loose run, then semismooth Newton), by LIBLINEAR's primal trust-region Newton after a
     single run where rows are at least half the features and only ``stop_when`` is awaited
     (``_DUAL_EPS_PRIMAL_START``), else by trust-region Newton; and by semismooth Newton after any
-    run that leaves the gap far open (:func:`_dual_crawled`). A zero ``coef`` is not checked:
-    every run starts there anyway; nor is an ``open_start`` (:class:`_GapMonitor`)."""
+    run that leaves the gap far open (:func:`dual_crawled`). A zero ``coef`` is not checked:
+    every run starts there anyway; nor is an ``open_start`` (:class:`_GapMonitor`). ``first_eps``: the
+    first run's tolerance, where the caller knows a better one than these rules (None)."""
     monitor = _GapMonitor(problem, tol, stop_when, open_start)
     if (np.any(coef) or max_iter < 1) and monitor.check(coef, 0.0):
         return monitor.result("liblinear-dual", 0)
@@ -629,15 +633,15 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start=No
     # at least half as many rows as features, for held-out signs, LIBLINEAR's primal (_DUAL_EPS_PRIMAL_START)
     cheap = semismooth_by_default(problem) and _dual_may_crawl(problem)
     primal = not cheap and stop_when is not None and problem.n >= _DUAL_PRIMAL_MIN_ROWS_PER_FEATURE * problem.d
-    eps = _DUAL_EPS_START if cheap else _DUAL_EPS_PRIMAL_START if primal else _DUAL_EPS_SIGNS if stop_when else \
-        _DUAL_EPS_ROUGH if tol >= _DUAL_ROUGH_TOL else _DUAL_EPS_FIRST
+    eps = first_eps if first_eps is not None else _DUAL_EPS_START if cheap else _DUAL_EPS_PRIMAL_START if primal \
+        else _DUAL_EPS_SIGNS if stop_when else _DUAL_EPS_ROUGH if tol >= _DUAL_ROUGH_TOL else _DUAL_EPS_FIRST
     n_iter, gap, crawls = 0, np.inf, False
     while n_iter < max_iter and eps >= _DUAL_EPS_LAST:
         n_iter += 1
         converged = monitor.check(_liblinear_train(ll_problem, options + f" -e {eps!r}"), 0.0)
         if converged and (cheap or monitor.settled(gap)):
             return monitor.result("liblinear-dual", n_iter)
-        crawls = not cheap and _dual_crawled(problem, monitor)
+        crawls = not cheap and dual_crawled(problem, monitor.best_point()[2])
         if cheap or primal or crawls:
             break
         gap = monitor.best_point()[2].gap
@@ -1036,7 +1040,7 @@ class SignsDecided:
 
 def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol, method="auto",
                    column_summaries=None, signs=None, preconditioner=None, start_open=False, known_hessian=None,
-                   start_evaluation=None, with_evaluation=False, formed_polish=None):
+                   start_evaluation=None, with_evaluation=False, formed_polish=None, dual_eps=None):
     """Solve the problem on (X_train, y_train) from (coef, intercept) by :func:`solve`'s
     ``method``, to relative gap ``tol`` and then polished (:func:`polish`); with ``X_test``,
     stop as soon as the signs of its decision values are certified (Remark 3). Returns (coef,
@@ -1052,7 +1056,7 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     (for semismooth Newton's steps). ``with_evaluation``: (coef, intercept, the GapEvaluation there
     or None where the point was polished after the solve) is returned. ``formed_polish``: whether
     the polish forms the Hessian (None: where the solve ended on formed steps or it is cheap,
-    :func:`_formed_polish_pays`)."""
+    :func:`_formed_polish_pays`). ``dual_eps``: see :func:`solve`."""
     from .certificate import certificate_at  # (certificate imports this module)
 
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
@@ -1061,7 +1065,7 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
         problem.col_norms_sq, problem.dual_domain = column_summaries
     stop_when = signs if signs is not None else None if X_test is None else SignsDecided(X_test)
     result = solve(problem, coef, intercept, tol=tol, stop_when=stop_when, method=method, start_open=start_open,
-                   start_evaluation=start_evaluation)
+                   start_evaluation=start_evaluation, dual_eps=dual_eps)
     if not (result.converged or result.stopped_early):
         # a start the solver cannot leave (squared hinge, columns scaled over four decades, C = 100:
         # trust-region Newton and LIBLINEAR after it stalled at relative gap 1.0 from a fold's centre,

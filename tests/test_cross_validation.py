@@ -1235,10 +1235,11 @@ def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, pr
     ids=["liblinear-dual", "liblinear", "newton-cg", "newton-cg-hinge", "newton-cg-hinge-many-rows", "newton-cg-dense",
          "centres"])
 def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres, sparse):
-    """``cross_validate(start_tol=...)``: where the folds are solved by LIBLINEAR (its dual or its
-    primal), or take Newton–CG steps on sparse rows, the full fit is solved to that relative gap only
-    (the dual's, whose folds start cold with no certificates there, to ``DUAL_START_TOL`` if that is looser),
-    and it is the result's coef; where Newton centres take its Hessian, or the folds of dense rows
+    """``cross_validate(start_tol=...)``: where the folds are solved by LIBLINEAR's primal, or take
+    Newton–CG steps on sparse rows, the full fit is solved to that relative gap only, and it is the
+    result's coef; where they are solved by its dual, which starts them cold, there is no full fit (the
+    result's coef is 0): the first fold's one run at ``DUAL_PROBE_EPS`` stands in for it, and no
+    certificate comes before the folds' solves; where Newton centres take its Hessian, or the folds of dense rows
     start from it (on to their semismooth solves), it stays exact. A rough full fit of the squared
     hinge is LIBLINEAR's (its dual, or its primal) with up to ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a
     feature; with more, and for the logistic loss, SciPy's trust-region Newton's. The folds' labels
@@ -1256,27 +1257,30 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     splits = list(StratifiedKFold(5, shuffle=True, random_state=1).split(X, y))
     folds = [glru_cv.Fold.from_split(train, test, n) for train, test in splits]
     hinge, penalty_for = get_loss(loss), (lambda rows: L2(1.0 / rows))
-    tols, methods, solve = [], [], glru_cv.solve
-    monkeypatch.setattr(glru_cv, "solve", lambda *args, **kwargs: tols.append(kwargs.get("tol")) or
-                        methods.append(kwargs.get("method")) or solve(*args, **kwargs))
+    calls, solve = [], glru_cv.solve
+    monkeypatch.setattr(glru_cv, "solve", lambda *args, **kwargs: calls.append(kwargs) or solve(*args, **kwargs))
     certified, certificates = [], glru_cv._FoldChecker.certificates
     monkeypatch.setattr(glru_cv._FoldChecker, "certificates",
                         lambda self, *args, **kwargs: certified.append(len(args[0])) or certificates(self, *args, **kwargs))
     rough = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False, start_tol=ROUGH_START_TOL)
     certified_rough = [count for count in certified if count]  # (the folds of each call that certifies some)
     rough_fit = not centres and sparse
-    # (the dual's folds start cold: its full fit is one run, to DUAL_START_TOL)
     dual = glru_cv.dual_pays_off(hinge, False, n, d)
-    rough_tol = max(ROUGH_START_TOL, glru_cv.DUAL_START_TOL) if dual else ROUGH_START_TOL
-    assert tols[:1] == ([rough_tol] if rough_fit else [] if centres else [glru_cv.TOL_EXACT])
-    if rough_fit:
-        assert methods[0].startswith("liblinear") == (loss == "squared_hinge" and
-                                                      n <= glru_cv.ROUGH_PRIMAL_ROWS_PER_FEATURE * d)
-    exact = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False)
-    gap = Problem(X, y, hinge, penalty_for(n), False).duality_gap(rough.coef, 0.0).relative_gap
-    assert gap <= (rough_tol if rough_fit else glru_cv.TOL_EXACT)
-    if rough_fit and dual:  # no certificates at that start: every fold solved cold, then certified
+    if rough_fit and dual:  # the probe: one run of the first fold's; no certificates before every fold is solved
+        assert [(c["tol"], c["method"], c["max_iter"], c["dual_eps"]) for c in calls] == \
+            [(glru_cv.TOL_ROUNDING, "liblinear-dual", 1, glru_cv.DUAL_PROBE_EPS)]
+        assert not rough.coef.any() and rough.intercept == 0.0
         assert certified_rough == [len(folds)] and rough.n_certified == 0 and all(o.solved for o in rough.outcomes)
+    else:
+        assert [c["tol"] for c in calls[:1]] == ([ROUGH_START_TOL] if rough_fit else [] if centres else
+                                                 [glru_cv.TOL_EXACT])
+    if rough_fit and not dual:
+        assert calls[0]["method"].startswith("liblinear") == (loss == "squared_hinge" and
+                                                              n <= glru_cv.ROUGH_PRIMAL_ROWS_PER_FEATURE * d)
+    exact = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False)
+    if not (rough_fit and dual):
+        gap = Problem(X, y, hinge, penalty_for(n), False).duality_gap(rough.coef, 0.0).relative_gap
+        assert gap <= (ROUGH_START_TOL if rough_fit else glru_cv.TOL_EXACT)
     for (train, test), with_rough, with_exact in zip(splits, rough.outcomes, exact.outcomes):
         np.testing.assert_array_equal(with_rough.labels, with_exact.labels)
         estimator = LinearSVC(C=1.0, fit_intercept=False) if loss == "squared_hinge" else \
@@ -1325,10 +1329,11 @@ def _linear_svc_scores_by_nnls(X, y, C, cv):
                      for train, test in cv.split(X, y)])
 
 
-def test_folds_whose_full_fit_crawled_in_the_dual_take_semismooth_newton(monkeypatch):
-    """make_classification 500 × 700, LinearSVC(C=100), 5-fold: the full fit's LIBLINEAR dual
-    crawls and semismooth Newton finishes it (glru.solver._dual_crawled); the folds then go by
-    semismooth Newton from it, not by LIBLINEAR's dual from 0, to the exact refits' scores."""
+def test_folds_whose_probe_crawled_in_the_dual_take_semismooth_newton(monkeypatch):
+    """make_classification 500 × 700, LinearSVC(C=100), 5-fold: the first fold's one run of
+    LIBLINEAR's dual (_Engine._probe, no full fit for cross_val_score) crawls
+    (glru.solver.dual_crawled); every fold then goes by semismooth Newton from its point, not by
+    LIBLINEAR's dual from 0, to the exact refits' scores."""
     from sklearn.datasets import make_classification
 
     X, y = make_classification(n_samples=500, n_features=700, n_informative=350, random_state=0)
@@ -1340,7 +1345,8 @@ def test_folds_whose_full_fit_crawled_in_the_dual_take_semismooth_newton(monkeyp
                         solve_held_out(*args, **kwargs))
     cv = StratifiedKFold(5)
     scores = cross_val_score(LinearSVC(C=100.0), X, y, cv=cv)
-    assert [(method, result.method) for method, result in methods] == [("liblinear-dual", "liblinear-dual+semismooth")]
+    assert [(method, result.method, result.n_iter) for method, result in methods] == [("liblinear-dual",) * 2 + (1,)]
+    assert methods[0][1].evaluation.relative_gap > glru_solver._DUAL_CRAWL_GAP  # (d̃ = 701: dual_crawled)
     assert asked == ["semismooth"] * 5
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X, y, 100.0, cv))
 
