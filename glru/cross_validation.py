@@ -49,7 +49,7 @@ from .costs import (BLOCK_ITERATION_SECONDS, DENSE_SECONDS, EIGH_SECONDS, SPARSE
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, enforce_zero_sum, margin_error
 from .fold_steps import STEPS_BLOCK_FLOATS, FoldBlock, block_columns, forcing_terms, single_precision
-from .held_out import HeldOutOutcome
+from .held_out import HeldOutOutcome, certified_bounds
 from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
@@ -356,30 +356,35 @@ class _Engine:
             open_folds = [k for k in open_folds if self._open(outcomes[k])]
         if open_folds:
             self._say(f"solving {len(open_folds)} of {len(self.folds)} folds")
-            solved = self._solve_open(open_folds, [centres[k] for k in open_folds])
-            for k, (outcome, _, _) in zip(open_folds, self._certify(open_folds, solved, thorough=True)):
+            solved = dict(zip(open_folds, self._solve_open(open_folds, [centres[k] for k in open_folds])))
+            for k, (_, intercept, bounds) in solved.items():
+                if bounds is not None:  # the solve's own certificate, at its last gap
+                    outcomes[k] = HeldOutOutcome(*bounds, None, intercept, solved=True)
+            rest = [k for k in open_folds if solved[k][2] is None]
+            for k, (outcome, _, _) in zip(rest, self._certify(rest, [solved[k][:2] for k in rest], thorough=True)):
                 outcome.solved = True
                 outcomes[k] = outcome
             # a sign still open is read from the value only at rounding level: re-solve on X without
             # an early stop what is not there (or, in row-space coordinates, anything still open)
             self._settle_on_X(outcomes, [k for k in open_folds if self._open(outcomes[k])
                                          and (self.span is not None or not outcomes[k].rounded)],
-                              dict(zip(open_folds, solved)))
+                              {k: point[:2] for k, point in solved.items()})
             _warn_unsettled([k for k in open_folds if self._open(outcomes[k]) and not outcomes[k].rounded])
         clock.lap("solves")
         return CrossValidation(outcomes, coef, intercept, n_certified, clock.laps)
 
     def _solve_open(self, indices, centres):
-        """:meth:`_solve` of the open folds ``indices`` from their ``centres``; where ``self.probing``,
-        the first by :meth:`_probe`, and the others as it finds."""
+        """(coef, intercept, held-out bounds or None) of the open folds ``indices``, solved from their
+        ``centres`` (:meth:`_solve`); where ``self.probing``, the first by :meth:`_probe`, and the others
+        as it finds."""
         if not self.probing:
-            return self._solve(indices, self.work_X, self._starts(indices, centres))
+            return self._solve(indices, self.work_X, self._starts(indices, centres), with_bounds=True)
         point, start, dual_eps = self._probe(indices[0])
         if start is not None:  # (self.fold_method is now semismooth Newton's)
-            return self._solve(indices, self.work_X, [start] * len(indices))
+            return self._solve(indices, self.work_X, [start] * len(indices), with_bounds=True)
         if point is None:
-            return self._solve(indices, self.work_X, centres)
-        return [point] + self._solve(indices[1:], self.work_X, centres[1:], dual_eps=dual_eps)
+            return self._solve(indices, self.work_X, centres, with_bounds=True)
+        return [point] + self._solve(indices[1:], self.work_X, centres[1:], dual_eps=dual_eps, with_bounds=True)
 
     def _probe(self, k):
         """Where LIBLINEAR's dual solves the folds and no full fit was made (``self.probing``): fold k by one
@@ -389,14 +394,17 @@ class _Engine:
         first tolerance of the other folds' runs, None for the solver's own rule). The folds go to semismooth
         Newton where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are estimated
         to cost less at its point (:func:`pivots_pay_off`); their runs start at ``DUAL_PROBE_EPS`` where it
-        decided the signs."""
+        decided the signs. The fold's point comes as :meth:`_solve_open`'s, with its certified bounds."""
         fold = self.folds[k]
         problem = Problem(self.work_X[fold.train], self.y[fold.train], self.loss, self.penalty_for(fold.n_train),
                           self.fit_intercept)
-        result = solve(problem, tol=TOL_ROUNDING, stop_when=SignsDecided(self.work_X[fold.test]),
-                       method="liblinear-dual", max_iter=1, dual_eps=DUAL_PROBE_EPS)
+        X_test = self.work_X[fold.test]
+        result = solve(problem, tol=TOL_ROUNDING, stop_when=SignsDecided(X_test), method="liblinear-dual",
+                       max_iter=1, dual_eps=DUAL_PROBE_EPS)
         decided = result.stopped_early or bool(result.signs_decided)
-        point = (result.coef, result.intercept) if decided else None
+        point = (result.coef, result.intercept, certified_bounds(
+            problem, result.coef, result.intercept, X_test, signs_only=True, evaluation=result.evaluation)[:3]) \
+            if decided else None
         if dual_crawled(problem, result.evaluation) or pivots_pay_off(problem, result.coef):
             self.fold_method = "semismooth"
             return point, (result.coef, result.intercept), None
@@ -813,10 +821,12 @@ class _Engine:
         at_hub = self.checker.objectives_at(folds, dropped, penalties, *self.hub, to_X)
         return [c if value <= hub else self.hub for c, value, hub in zip(centres, at_centres, at_hub)]
 
-    def _solve(self, indices, data, centres, stop_early=True, dual_eps=None):
+    def _solve(self, indices, data, centres, stop_early=True, dual_eps=None, with_bounds=False):
         """Solve the folds from the centres through joblib; with ``stop_early`` (and labels
         needed) each stops once its held-out signs are certified (Remark 3). ``dual_eps``: see
-        :func:`glru.solver.solve`."""
+        :func:`glru.solver.solve`. ``with_bounds``: (coef, intercept, bounds) each, the certified
+        bounds on its held-out values where the solve stopped on them on X (not in row-space
+        coordinates, whose rounding is not X's), else None."""
         stop_early = stop_early and self.need == "labels"
         trains = (self.folds[k].train for k in indices)
         # the box of the early-stop check needs the training rows' column sums: the full data's less the
@@ -826,14 +836,16 @@ class _Engine:
         # LIBLINEAR's dual takes no start: a centre whose signs were found open is not checked again;
         # nor by the other solvers, which start there (the folds come here certified at their centres)
         cold = stop_early and self.fold_method == "liblinear-dual"
+        bounded = with_bounds and stop_early and data is self.X
         tasks = (delayed(solve_held_out)(
             data[train], self.y[train], self.loss,
             self.penalty_for(self.folds[k].n_train), self.fit_intercept, None if cold else coef, intercept,
             data[self.folds[k].test] if stop_early else None, TOL_ROUNDING, self.fold_method,
             _column_summaries(full, data, self.y, self.loss, self.dropped[k], train.size) if summarize else None,
-            start_open=stop_early, dual_eps=dual_eps)
+            start_open=stop_early, dual_eps=dual_eps, with_bounds=bounded)
             for k, train, (coef, intercept) in zip(indices, trains, centres))
-        return Parallel(**self.parallel)(tasks)
+        solved = Parallel(**self.parallel)(tasks)
+        return solved if bounded or not with_bounds else [(*point, None) for point in solved]
 
     def _chord(self, indices, centres, outcomes, radii):
         """Newton steps for many folds at once with each fold's Hessian held where the full

@@ -1040,7 +1040,8 @@ class SignsDecided:
 
 def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test, tol, method="auto",
                    column_summaries=None, signs=None, preconditioner=None, start_open=False, known_hessian=None,
-                   start_evaluation=None, with_evaluation=False, formed_polish=None, dual_eps=None):
+                   start_evaluation=None, with_evaluation=False, formed_polish=None, dual_eps=None,
+                   with_bounds=False):
     """Solve the problem on (X_train, y_train) from (coef, intercept) by :func:`solve`'s
     ``method``, to relative gap ``tol`` and then polished (:func:`polish`); with ``X_test``,
     stop as soon as the signs of its decision values are certified (Remark 3). Returns (coef,
@@ -1056,7 +1057,11 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     (for semismooth Newton's steps). ``with_evaluation``: (coef, intercept, the GapEvaluation there
     or None where the point was polished after the solve) is returned. ``formed_polish``: whether
     the polish forms the Hessian (None: where the solve ended on formed steps or it is cheap,
-    :func:`_formed_polish_pays`). ``dual_eps``: see :func:`solve`."""
+    :func:`_formed_polish_pays`). ``dual_eps``: see :func:`solve`. ``with_bounds``: (coef, intercept, the
+    certified (lower, upper, values) of X_test's decision values there, or None where the point was
+    polished) is returned: where the solve stopped on the signs, they cost one certificate of the
+    held-out rows at the gap the solve evaluated last, not another gap (as re-certifying the point
+    would: a fifth of a fold's time, 10-fold LinearSVC on sparse 2941 × 604)."""
     from .certificate import certificate_at  # (certificate imports this module)
 
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
@@ -1080,6 +1085,12 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
         decided = stop_when is not None and stop_when(
             certificate_at(problem, result.coef, result.intercept, result.evaluation), always=True)
     if result.stopped_early or decided:
+        if with_bounds:
+            from .held_out import certified_bounds  # (held_out imports certificate)
+
+            lower, upper, values, _ = certified_bounds(problem, result.coef, result.intercept, X_test, signs_only=True,
+                                                       evaluation=result.evaluation)
+            return result.coef, result.intercept, (lower, upper, values)
         return (result.coef, result.intercept, result.evaluation) if with_evaluation else (result.coef, result.intercept)
     # a sign no certificate decides, or values: polished, with the Hessian formed where the solve found
     # its products dear (it ended on those steps) or it costs few of them
@@ -1088,7 +1099,7 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     polished = polish(problem, result.coef, result.intercept,
                       newton_solve=dense_newton_solve(problem, frozen=True) if formed else None,
                       preconditioner=None if formed else preconditioner)
-    return (*polished, None) if with_evaluation else polished
+    return (*polished, None) if with_evaluation or with_bounds else polished
 
 
 def _formed_polish_pays(problem):

@@ -1270,7 +1270,8 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
         assert [(c["tol"], c["method"], c["max_iter"], c["dual_eps"]) for c in calls] == \
             [(glru_cv.TOL_ROUNDING, "liblinear-dual", 1, glru_cv.DUAL_PROBE_EPS)]
         assert not rough.coef.any() and rough.intercept == 0.0
-        assert certified_rough == [len(folds)] and rough.n_certified == 0 and all(o.solved for o in rough.outcomes)
+        # (each fold once at most: after its solve, where that solve's own bounds left it open)
+        assert sum(certified_rough) <= len(folds) and rough.n_certified == 0 and all(o.solved for o in rough.outcomes)
     else:
         assert [c["tol"] for c in calls[:1]] == ([ROUGH_START_TOL] if rough_fit else [] if centres else
                                                  [glru_cv.TOL_EXACT])
@@ -1292,6 +1293,47 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
                                                   else LogisticRegression(fit_intercept=False), X, labels01(y),
                                                   cv=StratifiedKFold(5, shuffle=True, random_state=1)),
                                   [np.mean(o.labels == (y[test] > 0)) for o, (_, test) in zip(rough.outcomes, splits)])
+
+
+@pytest.mark.parametrize("n, d, C, density", [(200, 300, 0.05, 0.05), (500, 80, 0.5, 0.2), (300, 60, 20.0, 0.2)],
+                         ids=["dual-probe", "liblinear", "near-hard-margin"])
+def test_folds_solved_to_their_signs_keep_their_solves_bounds(monkeypatch, n, d, C, density):
+    """A fold solve that stops once its held-out signs are certified returns the bounds that
+    certified them (solve_held_out's ``with_bounds``; the probe's, _Engine._probe), and the engine
+    does not certify that point again: after the solves its checker certifies only the folds whose
+    solves returned none. Those bounds hold each fold's exact refit's decision values and decide
+    their signs, and the scores are the exact refits'. LinearSVC 5-fold on sparse rows: by
+    LIBLINEAR's dual after the probe, and by its primal (from the full fit)."""
+    X, y = random_problem(11, n, d, "logistic", sparse=True, density=density)
+    X, y = sp.csr_matrix(X), labels01(y)
+    bounded, unbounded, certified = [], [0], []
+    solve_held_out, certified_bounds, certificates = \
+        glru_cv.solve_held_out, glru_cv.certified_bounds, glru_cv._FoldChecker.certificates
+
+    def solved(*args, **kwargs):
+        out = solve_held_out(*args, **kwargs)
+        if kwargs.get("with_bounds"):
+            bounded.append((args[7], out[2])) if out[2] is not None else unbounded.append(1)
+        return out
+
+    monkeypatch.setattr(glru_cv, "solve_held_out", solved)
+    monkeypatch.setattr(glru_cv, "certified_bounds", lambda problem, coef, intercept, X_test, **kwargs: bounded.append(
+        (X_test, certified_bounds(problem, coef, intercept, X_test, **kwargs)[:3])) or (*bounded[-1][1], None))
+    monkeypatch.setattr(glru_cv._FoldChecker, "certificates", lambda self, *args, **kwargs: certified.append(
+        (len(bounded) + len(unbounded) > 1, len(args[0]))) or certificates(self, *args, **kwargs))
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    estimator = LinearSVC(C=C)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+    assert len(bounded) >= 3 and sum(count for after, count in certified if after) == sum(unbounded)
+    held_out = [X_test[:, :d] for X_test, _ in bounded]  # (the design's last column: the penalized intercept's)
+    for train, test in cv.split(X, y):
+        values = exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
+        for j in [j for j, X_test in enumerate(held_out)
+                  if X_test is not None and X_test.shape == X[test].shape and (X_test != X[test]).nnz == 0]:
+            lower, upper, _ = bounded[j][1]
+            assert np.all(lower <= values) and np.all(values <= upper) and np.all((lower > 0) | (upper < 0))
+            held_out[j] = None
+    assert all(X_test is None for X_test in held_out)  # (every bounded fold found and checked)
 
 
 @pytest.mark.parametrize("cv", [KFold(4), model_selection.ShuffleSplit(3, test_size=0.2, train_size=0.5,
