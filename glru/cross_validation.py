@@ -5,7 +5,9 @@ x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
 
 1. fits the full data once (in row-space coordinates when n < d, see :mod:`glru.span`),
    cold or from a given start (a neighbouring grid point's optimum along a regularization
-   path): a rough solve, then chord steps with the Hessian of step 2 down to rounding level;
+   path): a rough solve, then chord steps with the Hessian of step 2 down to rounding level
+   (none where only scores are asked and LIBLINEAR's dual solves every fold cold: the first
+   fold's first run tells what it would, :meth:`_Engine._probe`);
 2. takes one Newton step from that fit toward every fold's optimum, all from one Hessian
    (:mod:`glru.newton_centres`; L2 penalties only);
 3. certifies every centre on the fold's own problem (Theorem 1 + Corollary 1, evaluated on X
@@ -49,13 +51,13 @@ from .costs import (BLOCK_ITERATION_SECONDS, DENSE_SECONDS, EIGH_SECONDS, SPARSE
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, enforce_zero_sum, margin_error
 from .fold_steps import STEPS_BLOCK_FLOATS, FoldBlock, block_columns, forcing_terms, single_precision
-from .held_out import HeldOutOutcome, certified_bounds
+from .held_out import HeldOutOutcome
 from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
 from .semismooth import PIVOT_ALLOWANCE, dual_pieces_apply, pivots_apply
-from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled, dual_solves, polish, solve, solve_held_out,
-                     subsampled_newton)
+from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled, dual_solves, polish, sign_bounds_at, solve,
+                     solve_held_out, subsampled_newton)
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -182,8 +184,9 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
         rows: the relative gap to which the full fit is solved where it only starts folds solved
         by LIBLINEAR (no Newton centres take its Hessian, no steps start from it) and is their
         first certificate's centre; for its dual's folds, which start cold, one run to
-        ``DUAL_START_TOL`` where that is looser, and with ``solve_open`` no certificate there. The result's ``coef``
-        and ``intercept`` are then that start.
+        ``DUAL_START_TOL`` where that is looser, and with ``solve_open`` no full fit at all (the
+        first fold's first run stands in for it: ``_Engine._probe``; ``coef`` is then 0). The
+        result's ``coef`` and ``intercept`` are then that start.
         None: the full fit is exact (``TOL_EXACT`` for labels, rounding level for values).
     n_jobs, verbose, pre_dispatch : passed to :class:`joblib.Parallel` for the fold solves.
 
@@ -336,7 +339,8 @@ class _Engine:
 
     def _dual_from_rough_start(self):
         """Whether the folds are LIBLINEAR's dual's and the full fit only starts them (one run of the
-        dual, ``DUAL_START_TOL``): they are solved cold, with no certificates at the full fit first.
+        dual, ``DUAL_START_TOL``; with every fold solved, none: ``self.probing``): they are solved
+        cold, with no certificates at the full fit first.
         Those decided none of the held-out labels of the ten such drawn configurations of
         ``benchmarks/bench_cross_validation.py --random`` (seeds 3303 to 8808, LinearSVC, 284 × 1502 to
         2517 × 1932, C from 0.012 to 38, the full fit's relative gap 1e-10 to 2e-4), and cost a gap
@@ -402,9 +406,7 @@ class _Engine:
         result = solve(problem, tol=TOL_ROUNDING, stop_when=SignsDecided(X_test), method="liblinear-dual",
                        max_iter=1, dual_eps=DUAL_PROBE_EPS)
         decided = result.stopped_early or bool(result.signs_decided)
-        point = (result.coef, result.intercept, certified_bounds(
-            problem, result.coef, result.intercept, X_test, signs_only=True, evaluation=result.evaluation)[:3]) \
-            if decided else None
+        point = (result.coef, result.intercept, sign_bounds_at(problem, result, X_test)) if decided else None
         if dual_crawled(problem, result.evaluation) or pivots_pay_off(problem, result.coef):
             self.fold_method = "semismooth"
             return point, (result.coef, result.intercept), None
@@ -421,12 +423,12 @@ class _Engine:
         certified by curvature (``self.curved``) the rough solve is :func:`subsampled_newton`, and
         its point's Hessian, formed from the folds' held-out Gram matrices, stays every fold's
         reference: those certificates account for the distance to it."""
+        if self.probing:  # (the dual's folds start cold; _probe stands in for the full fit)
+            return np.zeros(self.work_X.shape[1]), 0.0
         n = self.X.shape[0]
         penalty = self.penalty_for(n)
         problem = Problem(self.work_X, self.y, self.loss, penalty, self.fit_intercept)
         start = self._start()
-        if self.probing:  # (the dual's folds start cold)
-            return np.zeros(self.work_X.shape[1]), 0.0
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol, method=self._method_from(start))
             if self.fold_method == "liblinear-dual" and (full.method == "liblinear-dual+semismooth" or
@@ -1246,9 +1248,11 @@ PRIMAL_MAX_ROWS_PER_FEATURE = 5
 # leaves; the second run, to ROUGH_START_TOL, certified nothing. LinearSVC, drawn configurations of
 # benchmarks/bench_cross_validation.py --random: sparse 1940 × 1951 (C = 6.87, 10-fold), 2.4e-4 after the first
 # run (38 ms), 83 ms more for the second: 0.81 → 0.71–0.78 s; dense 422 × 1708 (C = 0.013, 5-fold) 0.32 → 0.16 s;
-# six others within ±8 % (docs/benchmarks.md, thirty-sixth session)
+# six others within ±8 % (docs/benchmarks.md, thirty-sixth session). Where every fold is solved, the first fold's
+# one run at scikit-learn's tolerance does both (DUAL_PROBE_EPS, _Engine._probe), with no full fit: 15 drawn
+# LinearSVC configurations took 0.75–1.05 of the time (13 less; docs/benchmarks.md, thirty-seventh session)
 DUAL_START_TOL = 1e-2
-DUAL_PROBE_EPS = 1e-4  # scikit-learn's LinearSVC tol: _Engine._probe's run
+DUAL_PROBE_EPS = 1e-4
 ROUGH_PRIMAL_ROWS_PER_FEATURE = 16  # (see _Engine.__init__: a rough full fit by LIBLINEAR's primal)
 PRIMAL_MAX_FOLDS = 10
 HARD_MARGIN_ROWS_PER_FEATURE = 2.5

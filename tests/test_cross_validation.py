@@ -1307,8 +1307,8 @@ def test_folds_solved_to_their_signs_keep_their_solves_bounds(monkeypatch, n, d,
     X, y = random_problem(11, n, d, "logistic", sparse=True, density=density)
     X, y = sp.csr_matrix(X), labels01(y)
     bounded, unbounded, certified = [], [0], []
-    solve_held_out, certified_bounds, certificates = \
-        glru_cv.solve_held_out, glru_cv.certified_bounds, glru_cv._FoldChecker.certificates
+    solve_held_out, sign_bounds_at, certificates = \
+        glru_cv.solve_held_out, glru_cv.sign_bounds_at, glru_cv._FoldChecker.certificates
 
     def solved(*args, **kwargs):
         out = solve_held_out(*args, **kwargs)
@@ -1317,8 +1317,8 @@ def test_folds_solved_to_their_signs_keep_their_solves_bounds(monkeypatch, n, d,
         return out
 
     monkeypatch.setattr(glru_cv, "solve_held_out", solved)
-    monkeypatch.setattr(glru_cv, "certified_bounds", lambda problem, coef, intercept, X_test, **kwargs: bounded.append(
-        (X_test, certified_bounds(problem, coef, intercept, X_test, **kwargs)[:3])) or (*bounded[-1][1], None))
+    monkeypatch.setattr(glru_cv, "sign_bounds_at", lambda problem, result, X_test: bounded.append(
+        (X_test, sign_bounds_at(problem, result, X_test))) or bounded[-1][1])
     monkeypatch.setattr(glru_cv._FoldChecker, "certificates", lambda self, *args, **kwargs: certified.append(
         (len(bounded) + len(unbounded) > 1, len(args[0]))) or certificates(self, *args, **kwargs))
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
