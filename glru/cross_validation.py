@@ -219,11 +219,14 @@ class _Engine:
         # job), or, for the squared hinge on data with not many more rows than features, each
         # solved by dual coordinate descent (there its primal Newton steps zigzag: the rows that
         # hold the optimum change from step to step; see DUAL_MAX_ROWS_PER_FEATURE), and with a
-        # few more rows (up to PRIMAL_MAX_ROWS_PER_FEATURE), by LIBLINEAR's trust-region Newton
+        # few more rows (up to PRIMAL_MAX_ROWS_PER_FEATURE), by LIBLINEAR's trust-region Newton; so too, ahead of
+        # the centres, folds with few features whose labels only are asked (primal_beats_centres)
         dual = l2 and dual_pays_off(loss, fit_intercept, n, d)
-        centres = l2 and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM and \
+        primal_first = l2 and self.span is None and not dual and need == "labels" and \
+            primal_beats_centres(loss, fit_intercept, X, self.dropped)
+        centres = l2 and not primal_first and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM and \
             _centres_pay_off(self.work_X, fit_intercept, self.dropped)
-        primal = l2 and self.span is None and not (dual or centres) and \
+        primal = primal_first or l2 and self.span is None and not (dual or centres) and \
             primal_pays_off(loss, fit_intercept, X, self.dropped)
         self.newton_cg = l2 and self.span is None and self.iterate_together and not (dual or primal)
         # where folds without centres are each solved in a task of their own (not together_here),
@@ -1208,6 +1211,23 @@ def primal_pays_off(loss, fit_intercept, X, dropped):
     on dense 2000 × 500, 10-fold took 6.3 s this way against 1.95 s by the steps together (BLAS)."""
     n, d = X.shape
     return primal_applies(loss, X, dropped) and n <= PRIMAL_MAX_ROWS_PER_FEATURE * (d + fit_intercept)
+
+
+def primal_beats_centres(loss, fit_intercept, X, dropped):
+    """Whether, where only the held-out labels are asked, folds of X's rows (L2 penalty) are solved
+    faster by LIBLINEAR's trust-region Newton from the full fit (``method="liblinear"``) than by
+    Newton centres with chord steps, or Newton–CG steps together: :func:`primal_applies`, d̃ at most
+    ``SEMISMOOTH_CHEAP_DIM`` and at most ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a feature. There each
+    fold's LIBLINEAR solve is a few ms, and the centres' refreshes and certificates cost more than
+    it (LinearSVC 5-fold, sparse Gaussian: 6000 × 400 at C = 3 55 → 41 ms, C = 75 76 → 67 ms, C = 0.1
+    40 → 41 ms; 1200 × 150 at C = 0.1 10.6 → 9.1 ms; ten drawn configurations of 319 to 2963 rows and
+    29 to 500 features, 5.8 to 15.7 rows a feature, 0.51–0.93 of the time: docs/benchmarks.md,
+    thirty-seventh session). Not with more rows a feature (20000 × 500 1.2–2.0 times as long, 10000 × 200 up to
+    1.13), nor for values: the folds then go to rounding level, which the centres' exact steps
+    reach faster (6000 × 400 with roc_auc 1.08–1.74 times as long)."""
+    n, d = X.shape
+    dim = d + fit_intercept
+    return primal_applies(loss, X, dropped) and dim <= SEMISMOOTH_CHEAP_DIM and n <= ROUGH_PRIMAL_ROWS_PER_FEATURE * dim
 
 
 def primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):

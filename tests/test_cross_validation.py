@@ -942,6 +942,7 @@ def test_tasks_a_fold_make_newton_centres_only_where_they_pay_off(monkeypatch, e
     margin is ruled out here). Either way, the exact refits' scores."""
     monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: pays_off)
     monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
+    monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
     monkeypatch.setattr(glru_cv, "together_here", lambda n_jobs: False)
     made, centres = [], glru_cv._Engine._newton_centres
     monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: made.append(1) or centres(self))
@@ -1417,6 +1418,7 @@ def test_newton_cg_steps_that_zigzag_or_crawl_hand_their_folds_to_solves(monkeyp
     exact refit's score. (The sparse rows would go to LIBLINEAR near a hard margin: ruled out here,
     as for dense rows.)"""
     monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
+    monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
     X, y, C, folds = _hard_margin_data(kind)
     steps, take = {}, glru_cv._Engine._newton_cg_steps
     def spy(self, pending, *args):
@@ -1446,7 +1448,9 @@ def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monk
     """LinearSVC on sparse 1200 × 150 (8 rows a feature), 5-fold: at C = 75 the full fit has 1.3
     rows inside its margin a feature, and the folds are each solved by LIBLINEAR's trust-region
     Newton from it (no centres, no chord steps); at C = 0.1 it has 5.3, and they are not. Either
-    way the scores are those of exact refits."""
+    way the scores are those of exact refits. (LIBLINEAR for few features' labels,
+    ``primal_beats_centres``, is ruled out here.)"""
+    monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
     rng = np.random.default_rng(1350)
     X = sp.random(1200, 150, density=0.05, format="csr", random_state=rng, data_rvs=rng.standard_normal)
     y = np.where(X @ rng.standard_normal(150) + 0.5 * rng.standard_normal(1200) > 0, 1, 0)
@@ -1462,6 +1466,32 @@ def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monk
     else:
         assert "liblinear" not in asked
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(X.toarray(), y, C, cv))
+
+
+@pytest.mark.parametrize("scoring", ["accuracy", "roc_auc"])
+def test_few_features_labels_go_to_liblinear_ahead_of_the_centres(monkeypatch, scoring):
+    """LinearSVC(C=0.1) on sparse 1200 × 150 (8 rows a feature), 5-fold: where only labels are asked
+    (accuracy), every fold is solved by LIBLINEAR's trust-region Newton from the full fit, and no
+    Newton centres are made (``primal_beats_centres``); for values (roc_auc), which go to rounding
+    level, no fold goes to LIBLINEAR (here they take their Newton–CG steps together). Either way the
+    scores are the exact refits'."""
+    monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
+    rng = np.random.default_rng(1350)
+    X = sp.random(1200, 150, density=0.05, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(150) + 0.5 * rng.standard_normal(1200) > 0, 1, 0)
+    asked, solve_held_out = [], glru_cv.solve_held_out
+    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args, **kwargs: asked.append(args[9]) or
+                        solve_held_out(*args, **kwargs))
+    centres, newton_centres = [], glru_cv._Engine._newton_centres
+    monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: centres.append(1) or newton_centres(self))
+    cv = StratifiedKFold(5)
+    estimator = LinearSVC(C=0.1)
+    scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+    if scoring == "accuracy":
+        assert asked == ["liblinear"] * 5 and not centres
+    else:
+        assert "liblinear" not in asked
+    np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring=scoring), rtol=1e-10, atol=0)
 
 
 def test_folds_without_centres_take_their_newton_cg_steps_in_one_block(monkeypatch):
@@ -1555,6 +1585,7 @@ def test_semismooth_chord_steps_stop_refreshing_when_their_exchanges_do_not_sett
     ``MAX_ACTIVE_SET_REFRESHES``; the scores are those of exact refits. (LIBLINEAR, which takes
     these folds near a hard margin, is ruled out here, as for dense rows.)"""
     monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
+    monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
     rng = np.random.default_rng(3)
     X = sp.random(1192, 146, density=0.14, format="csr", random_state=rng, data_rvs=rng.standard_normal)
     y = np.where(X @ rng.standard_normal(146) + 0.5 * rng.standard_normal(1192) > 0, 1, 0)
