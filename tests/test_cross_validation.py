@@ -1443,14 +1443,9 @@ def test_newton_cg_steps_that_zigzag_or_crawl_hand_their_folds_to_solves(monkeyp
     np.testing.assert_array_equal(scores, _linear_svc_scores_by_nnls(dense, y, C, cv))
 
 
-@pytest.mark.parametrize("C, liblinear", [(0.1, False), (75.0, True)])
-def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monkeypatch, C, liblinear):
-    """LinearSVC on sparse 1200 × 150 (8 rows a feature), 5-fold: at C = 75 the full fit has 1.3
-    rows inside its margin a feature, and the folds are each solved by LIBLINEAR's trust-region
-    Newton from it (no centres, no chord steps); at C = 0.1 it has 5.3, and they are not. Either
-    way the scores are those of exact refits. (LIBLINEAR for few features' labels,
-    ``primal_beats_centres``, is ruled out here.)"""
-    monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
+def _sparse_1200_by_150_spied(monkeypatch):
+    """Sparse Gaussian 1200 × 150 (5 %, 8 rows a feature), labels from a noisy linear model; and the
+    lists that the engine's fold solves append their methods to, and its Newton centres a 1."""
     rng = np.random.default_rng(1350)
     X = sp.random(1200, 150, density=0.05, format="csr", random_state=rng, data_rvs=rng.standard_normal)
     y = np.where(X @ rng.standard_normal(150) + 0.5 * rng.standard_normal(1200) > 0, 1, 0)
@@ -1459,6 +1454,18 @@ def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monk
                         solve_held_out(*args, **kwargs))
     centres, newton_centres = [], glru_cv._Engine._newton_centres
     monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: centres.append(1) or newton_centres(self))
+    return X, y, asked, centres
+
+
+@pytest.mark.parametrize("C, liblinear", [(0.1, False), (75.0, True)])
+def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monkeypatch, C, liblinear):
+    """LinearSVC on sparse 1200 × 150 (8 rows a feature), 5-fold: at C = 75 the full fit has 1.3
+    rows inside its margin a feature, and the folds are each solved by LIBLINEAR's trust-region
+    Newton from it (no centres, no chord steps); at C = 0.1 it has 5.3, and they are not. Either
+    way the scores are those of exact refits. (LIBLINEAR for few features' labels,
+    ``primal_beats_centres``, is ruled out here.)"""
+    monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
+    X, y, asked, centres = _sparse_1200_by_150_spied(monkeypatch)
     cv = StratifiedKFold(5)
     scores = cross_val_score(LinearSVC(C=C), X, y, cv=cv)
     if liblinear:
@@ -1476,14 +1483,7 @@ def test_few_features_labels_go_to_liblinear_ahead_of_the_centres(monkeypatch, s
     level, no fold goes to LIBLINEAR (here they take their Newton–CG steps together). Either way the
     scores are the exact refits'."""
     monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
-    rng = np.random.default_rng(1350)
-    X = sp.random(1200, 150, density=0.05, format="csr", random_state=rng, data_rvs=rng.standard_normal)
-    y = np.where(X @ rng.standard_normal(150) + 0.5 * rng.standard_normal(1200) > 0, 1, 0)
-    asked, solve_held_out = [], glru_cv.solve_held_out
-    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args, **kwargs: asked.append(args[9]) or
-                        solve_held_out(*args, **kwargs))
-    centres, newton_centres = [], glru_cv._Engine._newton_centres
-    monkeypatch.setattr(glru_cv._Engine, "_newton_centres", lambda self: centres.append(1) or newton_centres(self))
+    X, y, asked, centres = _sparse_1200_by_150_spied(monkeypatch)
     cv = StratifiedKFold(5)
     estimator = LinearSVC(C=0.1)
     scores = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
