@@ -197,15 +197,16 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
     if need not in ("labels", "values"):
         raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
     return _Engine(X, y, loss, folds, penalty_for, fit_intercept, need,
-                   dict(n_jobs=n_jobs, verbose=verbose, pre_dispatch=pre_dispatch), init, start_tol).run(solve_open)
+                   dict(n_jobs=n_jobs, verbose=verbose, pre_dispatch=pre_dispatch), init, start_tol, solve_open).run()
 
 
 class _Engine:
-    def __init__(self, X, y, loss, folds, penalty_for, fit_intercept, need, parallel, init=None, start_tol=None):
+    def __init__(self, X, y, loss, folds, penalty_for, fit_intercept, need, parallel, init=None, start_tol=None,
+                 solve_open=True):
         X = compact_indices(X)
         self.X, self.y, self.loss, self.folds, self.init = X, y, loss, folds, init
         self.penalty_for, self.fit_intercept, self.need, self.parallel = penalty_for, fit_intercept, need, parallel
-        self.verbose = parallel["verbose"]
+        self.verbose, self.solve_open = parallel["verbose"], solve_open
         self.full_tol = TOL_ROUNDING if need == "values" else TOL_EXACT
         n, d = X.shape
         l2 = penalty_for(n).kappa == 0
@@ -220,14 +221,15 @@ class _Engine:
         # solved by dual coordinate descent (there its primal Newton steps zigzag: the rows that
         # hold the optimum change from step to step; see DUAL_MAX_ROWS_PER_FEATURE), and with a
         # few more rows (up to PRIMAL_MAX_ROWS_PER_FEATURE), by LIBLINEAR's trust-region Newton; so too, ahead of
-        # the centres, folds with few features whose labels only are asked (primal_beats_centres)
+        # the centres, folds with few features whose labels only are asked, all to be solved (primal_beats_centres:
+        # where the certificates are the result, solve_open false, the centres' decide more labels)
         dual = l2 and dual_pays_off(loss, fit_intercept, n, d)
-        primal_first = l2 and self.span is None and not dual and need == "labels" and \
+        primal_first = l2 and self.span is None and not dual and need == "labels" and solve_open and \
             primal_beats_centres(loss, fit_intercept, X, self.dropped)
         centres = l2 and not primal_first and self.work_X.shape[1] + fit_intercept <= NEWTON_MAX_DIM and \
             _centres_pay_off(self.work_X, fit_intercept, self.dropped)
-        primal = primal_first or l2 and self.span is None and not (dual or centres) and \
-            primal_pays_off(loss, fit_intercept, X, self.dropped)
+        primal = primal_first or (l2 and self.span is None and not (dual or centres) and
+                                  primal_pays_off(loss, fit_intercept, X, self.dropped))
         self.newton_cg = l2 and self.span is None and self.iterate_together and not (dual or primal)
         # where folds without centres are each solved in a task of their own (not together_here),
         # centres that do not pay off are not made for them either (10-fold, a task a fold on two
@@ -285,8 +287,8 @@ class _Engine:
         # are weighed against (_exchanges_settle, _hands_over)
         self.semismooth_seconds = _semismooth_seconds(self.work_X, fit_intercept)
 
-    def run(self, solve_open=True):
-        return self._with_blas(self._run, solve_open)
+    def run(self):
+        return self._with_blas(self._run)
 
     def _with_blas(self, function, *args):
         """``function(*args)`` with one BLAS thread where the folds are factored directly (their
@@ -296,8 +298,8 @@ class _Engine:
         with single_threaded_blas() if self.direct else blas_for(self.work_X, dim):
             return function(*args)
 
-    def _run(self, solve_open):
-        clock = _Clock()
+    def _run(self):
+        clock, solve_open = _Clock(), self.solve_open
         # LIBLINEAR's dual folds from a rough start, all solved: no full fit; the first open fold's first run
         # tells what the full fit's one run did (_probe)
         self.probing = solve_open and self._dual_from_rough_start()
@@ -1214,7 +1216,8 @@ def primal_pays_off(loss, fit_intercept, X, dropped):
 
 
 def primal_beats_centres(loss, fit_intercept, X, dropped):
-    """Whether, where only the held-out labels are asked, folds of X's rows (L2 penalty) are solved
+    """Whether, where only the held-out labels are asked and every fold is solved (not where the
+    certificates are the result: the centres' decide more), folds of X's rows (L2 penalty) are solved
     faster by LIBLINEAR's trust-region Newton from the full fit (``method="liblinear"``) than by
     Newton centres with chord steps, or Newton–CG steps together: :func:`primal_applies`, d̃ at most
     ``SEMISMOOTH_CHEAP_DIM`` and at most ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a feature. There each
@@ -1223,8 +1226,8 @@ def primal_beats_centres(loss, fit_intercept, X, dropped):
     40 → 41 ms; 1200 × 150 at C = 0.1 10.6 → 9.1 ms; ten drawn configurations of 319 to 2963 rows and
     29 to 500 features, 5.8 to 15.7 rows a feature, 0.51–0.93 of the time: docs/benchmarks.md,
     thirty-seventh session). Not with more rows a feature (20000 × 500 1.2–2.0 times as long, 10000 × 200 up to
-    1.13), nor for values: the folds then go to rounding level, which the centres' exact steps
-    reach faster (6000 × 400 with roc_auc 1.08–1.74 times as long)."""
+    1.13), nor for values: the folds then go to rounding level, which the centres' exact steps, or
+    the Newton–CG steps together, reach faster (6000 × 400 with roc_auc 1.08–1.74 times as long)."""
     n, d = X.shape
     dim = d + fit_intercept
     return primal_applies(loss, X, dropped) and dim <= SEMISMOOTH_CHEAP_DIM and n <= ROUGH_PRIMAL_ROWS_PER_FEATURE * dim

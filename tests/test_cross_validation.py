@@ -1494,6 +1494,25 @@ def test_few_features_labels_go_to_liblinear_ahead_of_the_centres(monkeypatch, s
     np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring=scoring), rtol=1e-10, atol=0)
 
 
+def test_few_features_labels_keep_their_centres_where_the_certificates_are_the_result(monkeypatch):
+    """``cross_validate(solve_open=False)`` (GLRUSearchCV's bounds, a one-vs-rest first pass): the
+    certificates are the result, and the Newton centres decide more labels than the full fit, so
+    the folds of ``primal_beats_centres``'s shapes keep them; with ``solve_open`` they go to LIBLINEAR.
+    The labels, once resumed, are the same either way."""
+    monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
+    X, y, asked, centres = _sparse_1200_by_150_spied(monkeypatch)
+    splits = list(StratifiedKFold(5).split(X, y))
+    folds = [glru_cv.Fold.from_split(train, test, X.shape[0]) for train, test in splits]
+    args = (X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), folds, lambda rows: L2(1.0 / rows), False)
+    bounds_only = glru_cv.cross_validate(*args, solve_open=False)
+    assert centres and not asked
+    centres.clear()
+    solved = glru_cv.cross_validate(*args)
+    assert not centres and asked == ["liblinear"] * 5
+    for resumed, direct in zip(bounds_only.resume().outcomes, solved.outcomes):
+        np.testing.assert_array_equal(resumed.labels, direct.labels)
+
+
 def test_folds_without_centres_take_their_newton_cg_steps_in_one_block(monkeypatch):
     """Sparse 14000 × 40, LogisticRegression 5-fold, no Newton centres: the engine's certificates go
     three folds a block (1 MiB of n × folds floats), while the folds' Newton–CG steps, and the
