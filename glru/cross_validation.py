@@ -389,17 +389,17 @@ class _Engine:
         if not self.probing:
             return self._solve(indices, self.work_X, self._starts(indices, centres), with_bounds=True)
         point, start, dual_eps = self._probe(indices[0])
+        rest, starts = (indices, centres) if point is None else (indices[1:], centres[1:])
         if start is not None:  # (self.fold_method is now semismooth Newton's)
-            return self._solve(indices, self.work_X, [start] * len(indices), with_bounds=True)
-        if point is None:
-            return self._solve(indices, self.work_X, centres, with_bounds=True)
-        return [point] + self._solve(indices[1:], self.work_X, centres[1:], dual_eps=dual_eps, with_bounds=True)
+            starts = [start] * len(rest)
+        return ([] if point is None else [point]) + self._solve(rest, self.work_X, starts, dual_eps=dual_eps,
+                                                                  with_bounds=True)
 
     def _probe(self, k):
         """Where LIBLINEAR's dual solves the folds and no full fit was made (``self.probing``): fold k by one
         run of the dual at scikit-learn's own tolerance (``DUAL_PROBE_EPS``), which tells what that full fit's
         one run told, and is often the fold's solution. Returns (the fold's point where that run decided its
-        held-out signs, else None; the start of every fold where they go to semismooth Newton, else None; the
+        held-out signs, else None; the start of the folds left to solve where they go to semismooth Newton, else None; the
         first tolerance of the other folds' runs, None for the solver's own rule). The folds go to semismooth
         Newton where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are estimated
         to cost less at its point (:func:`pivots_pay_off`); their runs start at ``DUAL_PROBE_EPS`` where it
@@ -408,10 +408,11 @@ class _Engine:
         problem = Problem(self.work_X[fold.train], self.y[fold.train], self.loss, self.penalty_for(fold.n_train),
                           self.fit_intercept)
         X_test = self.work_X[fold.test]
-        result = solve(problem, tol=TOL_ROUNDING, stop_when=SignsDecided(X_test), method="liblinear-dual",
-                       max_iter=1, dual_eps=DUAL_PROBE_EPS)
+        signs = SignsDecided(X_test)
+        result = solve(problem, tol=TOL_ROUNDING, stop_when=signs, method="liblinear-dual", max_iter=1,
+                       dual_eps=DUAL_PROBE_EPS)
         decided = result.stopped_early or bool(result.signs_decided)
-        point = (result.coef, result.intercept, sign_bounds_at(problem, result, X_test)) if decided else None
+        point = (result.coef, result.intercept, sign_bounds_at(problem, result, X_test, signs)) if decided else None
         if dual_crawled(problem, result.evaluation) or pivots_pay_off(problem, result.coef):
             self.fold_method = "semismooth"
             return point, (result.coef, result.intercept), None

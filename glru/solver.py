@@ -1008,6 +1008,7 @@ class SignsDecided:
 
     def __init__(self, X_test):
         self.X_test, self.check_below = X_test, np.inf
+        self.bounds = None  # (coef, intercept, lower, upper) of the last certified bounds: see sign_bounds_at
 
     def __call__(self, cert, always=False):
         gated = cert.penalty.strong_convexity > 0
@@ -1016,7 +1017,9 @@ class SignsDecided:
                 *cert.unshifted_decision_bounds(self.X_test), radius)):
             # (the bounds before the intercept's bracket: what they leave open, the bracket does too)
             return False
-        return self.decided(*cert.sign_bounds(self.X_test, intercept="exact"), radius)
+        lower, upper = cert.sign_bounds(self.X_test, intercept="exact")
+        self.bounds = (cert.coef_centre, cert.intercept_centre, lower, upper)
+        return self.decided(lower, upper, radius)
 
     def waits_for(self, radius):
         """Whether a check at a certificate of this radius is skipped (it waits for a smaller one)."""
@@ -1086,7 +1089,7 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
             certificate_at(problem, result.coef, result.intercept, result.evaluation), always=True)
     if result.stopped_early or decided:
         if with_bounds:
-            return result.coef, result.intercept, sign_bounds_at(problem, result, X_test)
+            return result.coef, result.intercept, sign_bounds_at(problem, result, X_test, stop_when)
         return (result.coef, result.intercept, result.evaluation) if with_evaluation else (result.coef, result.intercept)
     # a sign no certificate decides, or values: polished, with the Hessian formed where the solve found
     # its products dear (it ended on those steps) or it costs few of them
@@ -1098,12 +1101,18 @@ def solve_held_out(X_train, y_train, loss, penalty, fit_intercept, coef, interce
     return (*polished, None) if with_evaluation or with_bounds else polished
 
 
-def sign_bounds_at(problem, result, X_test):
+def sign_bounds_at(problem, result, X_test, signs):
     """(lower, upper, values) of X_test's decision values at ``result``'s point: the bounds of
     :meth:`~glru.certificate.Certificate.sign_bounds` (as far as the signs need them) certified by the
-    gap evaluation the solve made there, and the values themselves."""
+    gap evaluation the solve made there, and the values themselves. The bounds are those the solve's
+    :class:`SignsDecided` ``signs`` last computed where that was at this point (the check that stopped
+    the solve, or asked of its end), else computed here."""
     from .held_out import certified_bounds  # (held_out imports certificate, which imports this module)
 
+    if signs.bounds is not None:
+        coef, intercept, lower, upper = signs.bounds
+        if intercept == result.intercept and np.array_equal(coef, result.coef):
+            return lower, upper, np.asarray(X_test @ result.coef).ravel() + result.intercept
     return certified_bounds(problem, result.coef, result.intercept, X_test, signs_only=True,
                             evaluation=result.evaluation)[:3]
 

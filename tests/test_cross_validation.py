@@ -1318,8 +1318,8 @@ def test_folds_solved_to_their_signs_keep_their_solves_bounds(monkeypatch, n, d,
         return out
 
     monkeypatch.setattr(glru_cv, "solve_held_out", solved)
-    monkeypatch.setattr(glru_cv, "sign_bounds_at", lambda problem, result, X_test: bounded.append(
-        (X_test, sign_bounds_at(problem, result, X_test))) or bounded[-1][1])
+    monkeypatch.setattr(glru_cv, "sign_bounds_at", lambda problem, result, X_test, signs: bounded.append(
+        (X_test, sign_bounds_at(problem, result, X_test, signs))) or bounded[-1][1])
     monkeypatch.setattr(glru_cv._FoldChecker, "certificates", lambda self, *args, **kwargs: certified.append(
         (len(bounded) + len(unbounded) > 1, len(args[0]))) or certificates(self, *args, **kwargs))
     cv = StratifiedKFold(5, shuffle=True, random_state=0)

@@ -651,3 +651,34 @@ def test_liblinear_returning_an_open_start_unevaluated_evaluates_it_once(monkeyp
     result = solver.solve(problem, start.coef, start.intercept, tol=1e-14, method="liblinear", start_open=True)
     assert sum(np.array_equal(c, start.coef) for c, _ in points) == 1
     assert result.converged
+
+
+@pytest.mark.parametrize("loss, fit_intercept, method", [("squared_hinge", False, "liblinear-dual"),
+                                                          ("logistic", True, "auto")])
+def test_sign_bounds_at_a_stopped_solve_reuse_its_checks_bounds(loss, fit_intercept, method):
+    """``sign_bounds_at`` of a solve stopped by its held-out signs returns the bounds its
+    ``SignsDecided`` certified there, equal to the ones computed afresh at the solve's gap
+    evaluation; at another point it computes them (the check's are not that point's)."""
+    from glru.held_out import certified_bounds
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem
+    from glru.solver import SignsDecided, sign_bounds_at, solve
+
+    X, y = random_problem(21, 160, 12, loss, sparse=True)
+    problem = Problem(sp.csr_matrix(X[:120]), y[:120], get_loss(loss), L2(1.0 / 120), fit_intercept)
+    X_test = sp.csr_matrix(X[120:])
+    signs = SignsDecided(X_test)
+    result = solve(problem, tol=1e-15, stop_when=signs, method=method)
+    assert (result.stopped_early or result.signs_decided) and signs.bounds is not None
+    fresh = certified_bounds(problem, result.coef, result.intercept, X_test, signs_only=True,
+                             evaluation=result.evaluation)[:3]
+    reused = sign_bounds_at(problem, result, X_test, signs)
+    assert reused[0] is signs.bounds[2] and reused[1] is signs.bounds[3]
+    for a, b in zip(reused, fresh):
+        np.testing.assert_array_equal(a, b)
+    signs.bounds = (signs.bounds[0] + 1.0, *signs.bounds[1:])  # another point's
+    moved = sign_bounds_at(problem, result, X_test, signs)
+    assert moved[0] is not signs.bounds[2]
+    for a, b in zip(moved, fresh):
+        np.testing.assert_array_equal(a, b)
