@@ -1655,3 +1655,23 @@ def test_property_linear_svc_scores_equal_those_of_exact_dual_refits(seed, d, ro
     dense = X.toarray() if sp.issparse(X) else X
     np.testing.assert_array_equal(cross_val_score(LinearSVC(C=C), X, y, cv=cv),
                                   _linear_svc_scores_by_nnls(dense, y, C, cv))
+
+
+def test_k_fold_bounds_take_the_box_only_on_the_rows_the_ball_leaves_open(monkeypatch):
+    """A fold's thorough bounds intersect the box (16) with the ball's on the held-out rows the
+    ball's (with the exact intercept bracket) leave open, not on all of them: sparse
+    LogisticRegression(C=0.05) 900 × 800, 5-fold, where one fold's ball left one row of its 180
+    open. The box still bounds that row, and the scores are the exact refits'."""
+    import glru.certificate
+
+    rng = np.random.default_rng(0)
+    X = sp.random(900, 800, density=0.04, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(800) + 0.5 * rng.standard_normal(900) > 0, 1, 0)
+    boxed, bounds = [], glru.certificate.Certificate.decision_bounds
+    monkeypatch.setattr(glru.certificate.Certificate, "decision_bounds",
+                        lambda self, X_eval, intercept="fast", box=True:
+                        (boxed.append(X_eval.shape[0]) if box else None) or bounds(self, X_eval, intercept, box))
+    estimator, cv = LogisticRegression(C=0.05), StratifiedKFold(5)
+    scores = cross_val_score(estimator, X, y, cv=cv)
+    assert boxed and max(boxed) < 180
+    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
