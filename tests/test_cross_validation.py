@@ -1660,21 +1660,22 @@ def test_property_linear_svc_scores_equal_those_of_exact_dual_refits(seed, d, ro
 def test_k_fold_bounds_take_the_box_only_on_the_rows_the_ball_leaves_open(monkeypatch):
     """A fold's thorough bounds intersect the box (16) with the ball's on the held-out rows the
     ball's (with the exact intercept bracket) leave open, not on all of them: sparse
-    LogisticRegression(C=0.05) 900 × 800, 5-fold, where one fold's ball left one row of its 180
-    open. The box still bounds that row, and the scores are the exact refits'."""
+    LogisticRegression(C=0.5) 900 × 800, 5-fold, two draws, where a fold's ball left one or two of
+    its 180 rows open. The box still bounds those rows, and the scores are the exact refits'."""
     import glru.certificate
 
-    rng = np.random.default_rng(0)
-    X = sp.random(900, 800, density=0.04, format="csr", random_state=rng, data_rvs=rng.standard_normal)
-    y = np.where(X @ rng.standard_normal(800) + 0.5 * rng.standard_normal(900) > 0, 1, 0)
     boxed, bounds = [], glru.certificate.Certificate.decision_bounds
     monkeypatch.setattr(glru.certificate.Certificate, "decision_bounds",
                         lambda self, X_eval, intercept="fast", box=True:
                         (boxed.append(X_eval.shape[0]) if box else None) or bounds(self, X_eval, intercept, box))
-    estimator, cv = LogisticRegression(C=0.05), StratifiedKFold(5)
-    scores = cross_val_score(estimator, X, y, cv=cv)
+    estimator, cv = LogisticRegression(C=0.5), StratifiedKFold(5)
+    for seed in (2, 4):
+        rng = np.random.default_rng(seed)
+        X = sp.random(900, 800, density=0.04, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+        y = np.where(X @ rng.standard_normal(800) + 0.5 * rng.standard_normal(900) > 0, 1, 0)
+        scores = cross_val_score(estimator, X, y, cv=cv)
+        np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
     assert boxed and max(boxed) < 180
-    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
 
 
 def test_k_fold_values_are_polished_where_the_objective_no_longer_resolves_a_step():
@@ -1695,3 +1696,25 @@ def test_k_fold_values_are_polished_where_the_objective_no_longer_resolves_a_ste
     exact = [-log_loss(y[test], exact_fold_estimator(estimator, X, y, train).predict_proba(X[test]))
              for train, test in cv.split(X)]
     np.testing.assert_allclose(scores, exact, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("C, conditioned", [(0.05, True), (20.0, False)])
+def test_a_fold_whose_penalty_holds_its_curvature_takes_a_tighter_first_newton_cg_step(monkeypatch, C, conditioned):
+    """Sparse LogisticRegression 5-fold, no Newton centres: at C = 0.05 each fold's penalty n_T·λ
+    holds more than ``PENALTY_CURVATURE_SHARE`` of the most its loss can add to the Hessian's mean
+    diagonal, and its first Newton–CG step is solved to ``CONDITIONED_FIRST_FORCING``; at C = 20 it
+    does not, and the first step is Eisenstat and Walker's ½. The scores are the exact refits'."""
+    from glru import fold_steps
+
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    rng = np.random.default_rng(5)
+    X = sp.random(1500, 300, density=0.05, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.standard_normal(300) + rng.standard_normal(1500) > 0, 1, 0)
+    forcings, steps = [], fold_steps.FoldBlock.newton_steps
+    monkeypatch.setattr(fold_steps.FoldBlock, "newton_steps",
+                        lambda self, G, forcing: forcings.append(np.array(forcing)) or steps(self, G, forcing))
+    estimator, cv = LogisticRegression(C=C), StratifiedKFold(5)
+    scores = cross_val_score(estimator, X, y, cv=cv)
+    first = glru_cv.CONDITIONED_FIRST_FORCING if conditioned else fold_steps.FORCING_MAX
+    assert forcings and forcings[0].shape == (5,) and np.all(forcings[0] == first)
+    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
