@@ -1145,7 +1145,9 @@ class _Engine:
         each) that the Eisenstat–Walker terms take from ½. Elsewhere the tighter step oversolves
         (see the constant)."""
         fold = self.folds[k]
-        curvature = self.loss.smoothness * float(np.sum(self.checker.row_norms[fold.train] ** 2)) / self.X.shape[1]
+        # ‖X_T‖_F² as ‖X‖_F² (bounded above) less the rows left out: O(|left out|) a fold, not O(n)
+        squares = self.checker.frobenius_norm ** 2 - float(np.sum(self.checker.row_norms[self.dropped[k]] ** 2))
+        curvature = self.loss.smoothness * max(squares, 0.0) / self.X.shape[1]
         return fold.n_train * self.penalty_for(fold.n_train).lam >= PENALTY_CURVATURE_SHARE * curvature
 
     def _settle_on_X(self, outcomes, indices, work_solutions):
