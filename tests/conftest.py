@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+import glru.costs
+
 settings.register_profile(
     "glru", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
@@ -26,3 +28,22 @@ def shared_data():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+# narrow sparse designs are held dense by the engines (glru.costs.dense_pays_off), and most test
+# problems are narrow: so that their sparse cases test the sparse code, which is what runs on
+# wider data, the conversion is off in every test but those of the ``narrow_dense`` fixture
+NARROW_DENSE_COLUMNS = glru.costs.DENSE_MAX_COLUMNS
+
+
+@pytest.fixture(autouse=True, scope="session")
+def sparse_stays_sparse():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(glru.costs, "DENSE_MAX_COLUMNS", 0)
+        yield
+
+
+@pytest.fixture
+def narrow_dense(monkeypatch):
+    """The shipped conversion of narrow sparse designs to dense arrays, on for this test."""
+    monkeypatch.setattr(glru.costs, "DENSE_MAX_COLUMNS", NARROW_DENSE_COLUMNS)

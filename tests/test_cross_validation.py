@@ -21,6 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, Normalizer, OneHotEncoder, RobustScaler, StandardScaler
 from sklearn.svm import LinearSVC
 
+import glru.costs
 import glru.cross_validation as glru_cv
 import glru.fold_refit as glru_fold_refit
 import glru.solver as glru_solver
@@ -848,6 +849,40 @@ def test_one_class_overall_raises_like_scikit_learn():
     with pytest.raises(ValueError), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cross_val_score(LogisticRegression(), X, np.ones(10), cv=2)
+
+
+@pytest.mark.parametrize("shape, density, dense", [
+    ((300, 12), 0.2, True),  # narrow, 5 entries a stored value
+    ((100, 20), 0.01, True),  # 2000 entries: a dense product costs less than a sparse call
+    ((30000, 30), 0.01, False),  # 100 entries a stored value
+    ((300, 40), 0.5, False),  # too wide (LIBLINEAR gives a dense X's zeros nodes too)
+    ((60000, 20), 0.5, False),  # 1.2e6 entries: over the memory allowed
+])
+def test_only_narrow_sparse_designs_are_held_dense(narrow_dense, shape, density, dense):
+    X = sp.random(*shape, density=density, format="csr", random_state=0)
+    assert glru.costs.dense_pays_off(X) is dense
+    assert not glru.costs.dense_pays_off(X.toarray())
+
+
+@pytest.mark.parametrize("estimator", [LogisticRegression(C=0.5), LinearSVC(C=2.0),
+                                       make_pipeline(StandardScaler(with_mean=False), LogisticRegression(C=0.5)),
+                                       make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=2.0))], ids=repr)
+@pytest.mark.parametrize("cv", [LeaveOneOut(), StratifiedKFold(5)], ids=["loo", "kfold"])
+def test_narrow_sparse_designs_held_dense_equal_exact_refits(narrow_dense, monkeypatch, estimator, cv):
+    """A narrow sparse X (glru.costs.dense_pays_off) is solved as a dense array, by the engine
+    and by the folds of a Pipeline, and every score is still an exact refit's."""
+    X, y = random_problem(21, 90, 8, "logistic", sparse=True, density=0.3)
+    y = labels01(y)
+    designs = []
+    for module in (glru_cv, glru_fold_refit):
+        monkeypatch.setattr(module, "Problem", lambda X, *args, _Problem=Problem, **kwargs:
+                            designs.append(X) or _Problem(X, *args, **kwargs))
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+    assert designs and not any(sp.issparse(design) for design in designs)
+    np.testing.assert_allclose(cross_val_score(estimator, X, y, cv=StratifiedKFold(5), scoring="neg_log_loss"
+                                               if hasattr(estimator, "predict_proba") else "roc_auc"),
+                               exact_scores(estimator, X, y, StratifiedKFold(5), "neg_log_loss"
+                                            if hasattr(estimator, "predict_proba") else "roc_auc"), rtol=1e-9)
 
 
 def test_sparse_and_dense_give_the_same_scores():
