@@ -33,21 +33,24 @@ def product_seconds(X):
     return SPARSE_PRODUCT_SECONDS * X.nnz if sp.issparse(X) else DENSE_SECONDS * X.size
 
 
-def dense_pays_off(X):
-    """Whether a CSR X is better held as a dense array by the solvers and engines: at most
-    ``DENSE_MAX_COLUMNS`` columns and ``DENSE_MAX_ENTRIES`` entries (8 MiB), and either at most
-    ``DENSE_MAX_FILL`` entries a stored value, where BLAS's products and Gram matrices cost
-    about what the sparse ones do and the per-call work of SciPy's sparse routines (validation,
-    index arrays: 3–15 µs a product on 300 × 15) is gone, or so few entries
-    (``DENSE_FREE_ENTRIES``) that a dense product costs less than that per-call work alone.
-    Narrow only: LIBLINEAR gives each entry of a dense X a node, zeros too (LinearSVC on sparse
-    341 × 171 and 295 × 1227, 12 % stored, took 1.5 and 1.8 times as long dense).
-    Cross-validation, 5- and 10-fold, of the 18 sparse configurations of at most 31 columns drawn
-    by ``benchmarks/bench_cross_validation.py --random`` (seeds 3303 to 9909, 338 × 14 to
-    7324 × 16, 2–19 % stored; LinearSVC and LogisticRegression, five after a StandardScaler):
-    16 took 0.77–0.94 of the time, the two of 9–10 entries a stored value 0.97–1.00 (not held
-    dense); sparse 30000 × 30 with 23 and 8.3 entries a stored value 1.03 and 1.01 (not held
-    dense either); dense, 9000 × 28 with 1 % stored took 1.09–1.16 times as long."""
+def dense_design_pays_off(X):
+    """Whether a CSR design X is better held as a dense array by the solvers and engines: at most
+    ``DENSE_MAX_COLUMNS`` columns and ``DENSE_MAX_ENTRIES`` entries (1 MiB: the memory it adds is
+    what a fold's own copy of sparse rows takes), and either at most ``DENSE_MAX_FILL`` entries a
+    stored value, where BLAS's products and Gram matrices cost about what the sparse ones do and
+    the per-call work of SciPy's sparse routines (validation, index arrays: 3–15 µs a product on
+    300 × 15) is gone, or so few entries (``DENSE_FREE_ENTRIES``) that a dense product costs less
+    than that per-call work alone.
+
+    Measured by cross-validation (5- and 10-fold) of the 18 sparse configurations of at most 31
+    columns drawn by ``benchmarks/bench_cross_validation.py --random`` from seeds 3303 to 9909
+    (338 × 14 to 7324 × 16, 2–19 % stored; LinearSVC and LogisticRegression, five after a
+    StandardScaler): 15 took 0.78–0.90 of the time; the three not held dense (two of 9–10 entries
+    a stored value, one of 141,000 entries) 0.98–1.03. Narrow only: wider designs were faster dense in some places and slower in others,
+    with more memory (LinearSVC on sparse 341 × 171, 12.7 % stored: 1.53 times as long, its folds
+    no longer LIBLINEAR's, whose rules take sparse rows; mushrooms, 8124 × 112, LogisticRegression
+    10-fold: 1.1 times as long, peak memory 12 against 6 MiB); sparse 30000 × 30 with 23 and 8.3
+    entries a stored value 1.03 and 1.01; 9000 × 28 with 1 % stored 1.09–1.16."""
     if not sp.issparse(X):
         return False
     entries = X.shape[0] * X.shape[1]
@@ -55,7 +58,7 @@ def dense_pays_off(X):
         entries <= DENSE_MAX_FILL * X.nnz or entries <= DENSE_FREE_ENTRIES)
 
 
-DENSE_MAX_COLUMNS, DENSE_MAX_ENTRIES, DENSE_MAX_FILL, DENSE_FREE_ENTRIES = 32, 2 ** 20, 8, 2 ** 15
+DENSE_MAX_COLUMNS, DENSE_MAX_ENTRIES, DENSE_MAX_FILL, DENSE_FREE_ENTRIES = 32, 2 ** 17, 8, 2 ** 15
 
 
 def factor_seconds(dim):

@@ -46,8 +46,8 @@ from .anderson import ANDERSON_DEPTH, Anderson
 from .blas import blas_for, single_threaded_blas
 from .bounds import primal_radius, signs_decided, zero_band
 from .certificate import Certificate, _deviation_norms, curvature_weighted_mean
-from .costs import (BLOCK_ITERATION_SECONDS, DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS, dense_pays_off,
-                    factor_seconds, gram_seconds, product_seconds)
+from .costs import (BLOCK_ITERATION_SECONDS, DENSE_SECONDS, EIGH_SECONDS, SPARSE_GRAM_SECONDS,
+                    dense_design_pays_off, factor_seconds, gram_seconds, product_seconds)
 from .curvature import FoldCurvature, gradient_error, hessian_error
 from .duality import EPS, enforce_zero_sum, margin_error
 from .fold_steps import STEPS_BLOCK_FLOATS, FoldBlock, block_columns, forcing_terms, single_precision
@@ -160,7 +160,7 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
     Parameters
     ----------
     X : float64 ndarray or CSR (validated; a narrow CSR is held as a dense array:
-        :func:`glru.costs.dense_pays_off`); y : targets in the loss's encoding ({0, 1} → ±1 is
+        :func:`glru.costs.dense_design_pays_off`); y : targets in the loss's encoding ({0, 1} → ±1 is
         the loss's business, as in :class:`glru.problem.Problem`).
     loss : glru.losses.Loss
     folds : list of :class:`Fold`
@@ -204,7 +204,7 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
 class _Engine:
     def __init__(self, X, y, loss, folds, penalty_for, fit_intercept, need, parallel, init=None, start_tol=None,
                  solve_open=True):
-        X = X.toarray() if dense_pays_off(X) else compact_indices(X)
+        X = X.toarray() if dense_design_pays_off(X) else compact_indices(X)
         self.X, self.y, self.loss, self.folds, self.init = X, y, loss, folds, init
         self.penalty_for, self.fit_intercept, self.need, self.parallel = penalty_for, fit_intercept, need, parallel
         self.verbose, self.solve_open = parallel["verbose"], solve_open

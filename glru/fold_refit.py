@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from .bounds import primal_radius, signs_decided
 from .chord import chord_applies, chord_outcome
-from .costs import SPARSE_PRODUCT_SECONDS, dense_pays_off, factor_seconds, gram_seconds, product_seconds
+from .costs import SPARSE_PRODUCT_SECONDS, dense_design_pays_off, factor_seconds, gram_seconds, product_seconds
 from .cross_validation import (ROUGH_PRIMAL_ROWS_PER_FEATURE, TOL_ROUNDING, dual_pays_off, pivots_pay_off,
                                primal_applies, primal_pays_off_near_hard_margin)
 from .held_out import HeldOutOutcome, certified_bounds, held_out_bounds
@@ -46,7 +46,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     Parameters
     ----------
     X_train, X_test : float64 ndarray or CSR, the fold's training and held-out rows (a narrow CSR
-        is solved as a dense array: :func:`glru.costs.dense_pays_off`).
+        is solved as a dense array: :func:`glru.costs.dense_design_pays_off`).
     y_train : ndarray, targets in the loss's encoding.
     loss, penalty, fit_intercept : the fold's problem (:class:`glru.problem.Problem`).
     starts : sequence of (coef, intercept)
@@ -82,7 +82,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     """
     if need not in ("labels", "values"):
         raise ValueError(f"need must be 'labels' or 'values', got {need!r}.")
-    if dense_pays_off(X_train):
+    if dense_design_pays_off(X_train):
         X_train, X_test = X_train.toarray(), X_test.toarray()
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
     starts = [(c, b if fit_intercept else 0.0) for c, b in starts] or [(np.zeros(X_train.shape[1]), 0.0)]

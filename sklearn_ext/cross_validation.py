@@ -27,7 +27,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, column_or_1d, indexable
 
 from glru.blas import blas_for
-from glru.costs import dense_pays_off
+from glru.costs import dense_design_pays_off
 from glru._validation import check_X
 from glru.cross_validation import TOL_ROUNDING, Fold, cross_validate, together_here
 from glru.fold_hessian import StartGram
@@ -270,7 +270,8 @@ class GLRUCrossValidator(BaseEstimator):
             if isinstance(full, _StepFailed):
                 return self._fall_back(X, y, splits, str(full), refit, train_scores)
             full_pre, X_full = full
-            X_full = X_full.toarray() if dense_pays_off(X_full) else X_full  # (as the folds' designs: refit_fold)
+            # (held as the folds' designs are: glru.fold_refit.refit_fold)
+            X_full = X_full.toarray() if dense_design_pays_off(X_full) else X_full
             old = affine_scaling(full_pre[-1])
             if stepping:
                 trains = [splits[trainable[j]][0] for j in stepping]

@@ -30,8 +30,8 @@ def rng():
     return np.random.default_rng(0)
 
 
-# narrow sparse designs are held dense by the engines (glru.costs.dense_pays_off), and most test
-# problems are narrow: so that their sparse cases test the sparse code, which is what runs on
+# narrow sparse designs are held dense by the engines (glru.costs.dense_design_pays_off), and most
+# test problems are narrow: so that their sparse cases test the sparse code, which is what runs on
 # wider data, the conversion is off in every test but those of the ``narrow_dense`` fixture
 NARROW_DENSE_COLUMNS = glru.costs.DENSE_MAX_COLUMNS
 

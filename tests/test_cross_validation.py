@@ -854,23 +854,26 @@ def test_one_class_overall_raises_like_scikit_learn():
 @pytest.mark.parametrize("shape, density, dense", [
     ((300, 12), 0.2, True),  # narrow, 5 entries a stored value
     ((100, 20), 0.01, True),  # 2000 entries: a dense product costs less than a sparse call
-    ((30000, 30), 0.01, False),  # 100 entries a stored value
-    ((300, 40), 0.5, False),  # too wide (LIBLINEAR gives a dense X's zeros nodes too)
-    ((60000, 20), 0.5, False),  # 1.2e6 entries: over the memory allowed
+    ((3000, 30), 0.01, False),  # 100 entries a stored value
+    ((300, 40), 0.5, False),  # too wide
+    ((10000, 20), 0.5, False),  # 2e5 entries: more memory than allowed
 ])
 def test_only_narrow_sparse_designs_are_held_dense(narrow_dense, shape, density, dense):
     X = sp.random(*shape, density=density, format="csr", random_state=0)
-    assert glru.costs.dense_pays_off(X) is dense
-    assert not glru.costs.dense_pays_off(X.toarray())
+    assert glru.costs.dense_design_pays_off(X) is dense
+    assert not glru.costs.dense_design_pays_off(X.toarray())
 
 
-@pytest.mark.parametrize("estimator", [LogisticRegression(C=0.5), LinearSVC(C=2.0),
-                                       make_pipeline(StandardScaler(with_mean=False), LogisticRegression(C=0.5)),
-                                       make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=2.0))], ids=repr)
+NARROW_ESTIMATORS = [LogisticRegression(C=0.5), LinearSVC(C=2.0),
+                     make_pipeline(StandardScaler(with_mean=False), LogisticRegression(C=0.5)),
+                     make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=2.0))]
+
+
+@pytest.mark.parametrize("estimator", NARROW_ESTIMATORS, ids=repr)
 @pytest.mark.parametrize("cv", [LeaveOneOut(), StratifiedKFold(5)], ids=["loo", "kfold"])
 def test_narrow_sparse_designs_held_dense_equal_exact_refits(narrow_dense, monkeypatch, estimator, cv):
-    """A narrow sparse X (glru.costs.dense_pays_off) is solved as a dense array, by the engine
-    and by the folds of a Pipeline, and every score is still an exact refit's."""
+    """A narrow sparse X (glru.costs.dense_design_pays_off) is solved as a dense array, by the
+    engine and by the folds of a Pipeline, and every score is still an exact refit's."""
     X, y = random_problem(21, 90, 8, "logistic", sparse=True, density=0.3)
     y = labels01(y)
     designs = []
