@@ -214,6 +214,8 @@ class _ChordSteps:
         """Whether the bounds could exist (γ < (1 − θ)/(νK), at δ = 0) at a γ of at least ``REACH``
         times its rounding floor √N·‖e‖, e the gradient's error."""
         curvature = self.curvature
+        if curvature.K == 0:  # (no training row with a nonzero value: the Hessian is the penalty's alone)
+            return True
         target = (1 - curvature.theta) / (self.problem.loss.self_concordance * curvature.K)
         return target >= REACH * np.sqrt(curvature.N) * gradient_error
 

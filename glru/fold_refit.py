@@ -27,7 +27,7 @@ from .chord import chord_applies, chord_outcome
 from .costs import SPARSE_PRODUCT_SECONDS, dense_design_pays_off, factor_seconds, gram_seconds, product_seconds
 from .cross_validation import (ROUGH_PRIMAL_ROWS_PER_FEATURE, TOL_ROUNDING, dual_pays_off, pivots_pay_off,
                                primal_applies, primal_pays_off_near_hard_margin)
-from .held_out import HeldOutOutcome, certified_bounds, held_out_bounds
+from .held_out import HeldOutOutcome, certified_bounds, held_out_bounds, nonzero_counts, zero_unused_weights
 from .hessian import jacobi_condition
 from .losses import SquaredHinge
 from .multinomial_cv import centre_fold_outcome, solve_fold, solved_fold_outcome
@@ -85,7 +85,12 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     if dense_design_pays_off(X_train):
         X_train, X_test = X_train.toarray(), X_test.toarray()
     problem = Problem(X_train, y_train, loss, penalty, fit_intercept)
-    starts = [(c, b if fit_intercept else 0.0) for c, b in starts] or [(np.zeros(X_train.shape[1]), 0.0)]
+    # the weights of the columns no training row uses are exactly 0 at the optimum (the penalty is their only
+    # term), and a solve from 0 keeps them there; from a start that has them, its point is left within rounding
+    # of 0, where a held-out value they alone make (a row whose other columns are all 0) is read by that rounding
+    counts = nonzero_counts(X_train)
+    starts = [(zero_unused_weights(c, counts), b if fit_intercept else 0.0) for c, b in starts] or \
+        [(np.zeros(X_train.shape[1]), 0.0)]
     evaluation = None  # (of the start taken, where several were compared)
     if len(starts) > 1:
         evaluation, coef, intercept = min(((problem.duality_gap(*s), *s) for s in starts), key=lambda e: e[0].gap)
@@ -139,6 +144,8 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         TOL_ROUNDING, method, summaries, signs, preconditioner, start_open, known_hessian,
         evaluation if start_open else None, with_evaluation=True, formed_polish=formed_polish)
     intercept = intercept if fit_intercept else 0.0
+    if np.any(coef[counts == 0]):  # (a preconditioned step mixes the columns): 0 again, and evaluated there
+        coef, evaluation = zero_unused_weights(coef, counts), None
     outcome = outcome_at(problem, coef, intercept, X_test, solved=True, evaluation=evaluation)
     if need == "labels" and not (outcome.rounded or np.all(outcome.decided)):
         from sklearn.exceptions import ConvergenceWarning  # (as the engine's _warn_unsettled)

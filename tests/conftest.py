@@ -1,3 +1,4 @@
+import contextlib
 import os
 from pathlib import Path
 
@@ -32,18 +33,26 @@ def rng():
 
 # narrow sparse designs are held dense by the engines (glru.costs.dense_design_pays_off), and most
 # test problems are narrow: so that their sparse cases test the sparse code, which is what runs on
-# wider data, the conversion is off in every test but those of the ``narrow_dense`` fixture
+# wider data, the conversion is off in every test but those that turn it on (``narrow_dense``)
 NARROW_DENSE_COLUMNS = glru.costs.DENSE_MAX_COLUMNS
+
+
+@contextlib.contextmanager
+def dense_designs(columns):
+    """Sparse designs of at most ``columns`` columns held dense where they pay (0: none)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(glru.costs, "DENSE_MAX_COLUMNS", columns)
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
 def sparse_stays_sparse():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(glru.costs, "DENSE_MAX_COLUMNS", 0)
+    with dense_designs(0):
         yield
 
 
 @pytest.fixture
-def narrow_dense(monkeypatch):
+def narrow_dense():
     """The shipped conversion of narrow sparse designs to dense arrays, on for this test."""
-    monkeypatch.setattr(glru.costs, "DENSE_MAX_COLUMNS", NARROW_DENSE_COLUMNS)
+    with dense_designs(NARROW_DENSE_COLUMNS):
+        yield

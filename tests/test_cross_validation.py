@@ -33,6 +33,7 @@ from glru.problem import Problem
 from sklearn_ext import FallbackWarning, GLRUCrossValidator, cross_val_score
 
 from ._exact import TiesToFirstClass, exact_estimator, squared_hinge_optimum
+from .conftest import NARROW_DENSE_COLUMNS, dense_designs
 from ._problems import RefusingStep, random_problem, scaled_problem
 
 
@@ -886,6 +887,36 @@ def test_narrow_sparse_designs_held_dense_equal_exact_refits(narrow_dense, monke
                                                if hasattr(estimator, "predict_proba") else "roc_auc"),
                                exact_scores(estimator, X, y, StratifiedKFold(5), "neg_log_loss"
                                             if hasattr(estimator, "predict_proba") else "roc_auc"), rtol=1e-9)
+
+
+@pytest.mark.parametrize("model", [LinearSVC(C=1.5, fit_intercept=False), LogisticRegression(C=1.0, fit_intercept=False)],
+                         ids=repr)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_pipeline_fold_whose_training_rows_leave_its_column_empty(model, sparse):
+    """A column with one nonzero value, held out in one fold: the fold's optimal weight for it is
+    exactly 0, so its held-out row's value is 0 and its label the negative class. Its solve from
+    the full fit carried over had left 1e-31 there (the wrong label on dense rows), and the chord's
+    reach divided by the rows' curvature bound, 0."""
+    X, y = random_problem(4, 10, 1, "logistic", sparse=True, density=0.3)
+    X, y = (X if sparse else X.toarray()), labels01(y)
+    estimator, cv = make_pipeline(StandardScaler(with_mean=False), model), KFold(4, shuffle=True, random_state=4)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(10, 120), d=st.integers(1, 32), C=st.floats(1e-2, 1e2),
+       fit_intercept=st.booleans(), svc=st.booleans(), scaled=st.booleans(), loo=st.booleans())
+def test_property_narrow_sparse_designs_held_dense(seed, n, d, C, fit_intercept, svc, scaled, loo):
+    X, y = random_problem(seed, n, d, "logistic", sparse=True, density=0.3)
+    y = labels01(y)
+    model = LinearSVC(C=C, fit_intercept=fit_intercept) if svc else LogisticRegression(C=C, fit_intercept=fit_intercept)
+    estimator = make_pipeline(StandardScaler(with_mean=False), model) if scaled else model
+    cv = LeaveOneOut() if loo else KFold(4, shuffle=True, random_state=seed)
+    ok = [np.unique(y[train]).size == 2 for train, _ in cv.split(X, y)]
+    with dense_designs(NARROW_DENSE_COLUMNS), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)  # folds with one training class: scikit-learn's nan
+        got = GLRUCrossValidator(estimator, cv=cv).fit(X, y).scores_
+        expected = exact_scores(estimator, X, y, _Only(cv, ok))
+    np.testing.assert_array_equal(got[ok], expected)
 
 
 def test_sparse_and_dense_give_the_same_scores():
