@@ -46,11 +46,12 @@ def dense_design_pays_off(X):
     columns drawn by ``benchmarks/bench_cross_validation.py --random`` from seeds 3303 to 9909
     (338 × 14 to 7324 × 16, 2–19 % stored; LinearSVC and LogisticRegression, five after a
     StandardScaler): 15 took 0.78–0.90 of the time; the three not held dense (two of 9–10 entries
-    a stored value, one of 141,000 entries) 0.98–1.03. Narrow only: wider designs were faster dense in some places and slower in others,
-    with more memory (LinearSVC on sparse 341 × 171, 12.7 % stored: 1.53 times as long, its folds
-    no longer LIBLINEAR's, whose rules take sparse rows; mushrooms, 8124 × 112, LogisticRegression
-    10-fold: 1.1 times as long, peak memory 12 against 6 MiB); sparse 30000 × 30 with 23 and 8.3
-    entries a stored value 1.03 and 1.01; 9000 × 28 with 1 % stored 1.09–1.16."""
+    a stored value, one of 141,000 entries) 0.98–1.03. Narrow only: wider designs were faster
+    dense in some places and slower in others, with more memory (LinearSVC on sparse 341 × 171,
+    12.7 % stored: 1.53 times as long, its folds no longer LIBLINEAR's, whose rules take sparse
+    rows; mushrooms, 8124 × 112, LogisticRegression 10-fold: 1.1 times as long, peak memory 12
+    against 6 MiB). Dense, sparse 30000 × 30 with 23 and 8.3 entries a stored value took 1.03
+    and 1.01 times as long, 9000 × 28 with 1 % stored 1.09–1.16."""
     if not sp.issparse(X):
         return False
     entries = X.shape[0] * X.shape[1]

@@ -889,8 +889,8 @@ def test_narrow_sparse_designs_held_dense_equal_exact_refits(narrow_dense, monke
                                             if hasattr(estimator, "predict_proba") else "roc_auc"), rtol=1e-9)
 
 
-@pytest.mark.parametrize("model", [LinearSVC(C=1.5, fit_intercept=False), LogisticRegression(C=1.0, fit_intercept=False)],
-                         ids=repr)
+@pytest.mark.parametrize("model", [LinearSVC(C=1.5, fit_intercept=False),
+                                   LogisticRegression(C=1.0, fit_intercept=False)], ids=repr)
 @pytest.mark.parametrize("sparse", [False, True])
 def test_pipeline_fold_whose_training_rows_leave_its_column_empty(model, sparse):
     """A column with one nonzero value, held out in one fold: the fold's optimal weight for it is
