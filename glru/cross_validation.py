@@ -6,8 +6,8 @@ x_i·w*_T + b*_T of the fold's exact optimum, or only their signs. The engine
 1. fits the full data once (in row-space coordinates when n < d, see :mod:`glru.span`),
    cold or from a given start (a neighbouring grid point's optimum along a regularization
    path): a rough solve, then chord steps with the Hessian of step 2 down to rounding level
-   (none where only scores are asked and LIBLINEAR's dual solves every fold cold: the first
-   fold's first run tells what it would, :meth:`_Engine._probe`);
+   (none where only scores are asked and LIBLINEAR solves every fold: the first fold stands in
+   for it, :meth:`_Engine._probe`);
 2. takes one Newton step from that fit toward every fold's optimum, all from one Hessian
    (:mod:`glru.newton_centres`; L2 penalties only);
 3. certifies every centre on the fold's own problem (Theorem 1 + Corollary 1, evaluated on X
@@ -185,9 +185,9 @@ def cross_validate(X, y, loss, folds, penalty_for, fit_intercept, *, need="label
         rows: the relative gap to which the full fit is solved where it only starts folds solved
         by LIBLINEAR (no Newton centres take its Hessian, no steps start from it) and is their
         first certificate's centre; for its dual's folds, which start cold, one run to
-        ``DUAL_START_TOL`` where that is looser, and with ``solve_open`` no full fit at all (the
-        first fold's first run stands in for it: ``_Engine._probe``; ``coef`` is then 0). The
-        result's ``coef`` and ``intercept`` are then that start.
+        ``DUAL_START_TOL`` where that is looser; with ``solve_open`` and labels, no full fit at all for
+        LIBLINEAR's folds, primal or dual (the first fold stands in for it: ``_Engine._probe``; ``coef``
+        is then 0). The result's ``coef`` and ``intercept`` are then that start.
         None: the full fit is exact (``TOL_EXACT`` for labels, rounding level for values).
     n_jobs, verbose, pre_dispatch : passed to :class:`joblib.Parallel` for the fold solves.
 
@@ -283,6 +283,13 @@ class _Engine:
                 # logistic loss: 5–78 % slower on 14 of 16 sparse shapes (docs/benchmarks.md, thirtieth
                 # session)
                 self.cold_method = "liblinear"
+        # where every fold is solved for its labels and the full fit would only start LIBLINEAR's primal (its rough
+        # cold fit), none is made: the first fold, solved cold, starts the others (_probe)
+        self.primal_probe = solve_open and need == "labels" and start_tol is not None and self.span is None \
+            and self.cold_method == "liblinear" and primal_probe_pays_off(self.fold_method, loss, X, self.dropped)
+        if self.primal_probe:
+            self.fold_method = "liblinear"
+            self.newton = self.newton_cg = self.direct = self.curved = False
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
         # a fold's semismooth Newton solve, estimated: what its chord refreshes and Newton–CG steps
         # are weighed against (_exchanges_settle, _hands_over)
@@ -301,9 +308,8 @@ class _Engine:
 
     def _run(self):
         clock, solve_open = _Clock(), self.solve_open
-        # LIBLINEAR's dual folds from a rough start, all solved: no full fit; the first open fold's first run
-        # tells what the full fit's one run did (_probe)
-        self.probing = solve_open and self._dual_from_rough_start()
+        # LIBLINEAR's folds from a rough start, all solved: no full fit; the first open fold stands in for it (_probe)
+        self.probing = self.primal_probe or solve_open and self._dual_from_rough_start()
         hub = self.hub = self._hub()
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
@@ -391,20 +397,25 @@ class _Engine:
             return self._solve(indices, self.work_X, self._starts(indices, centres), with_bounds=True)
         point, start, dual_eps = self._probe(indices[0])
         rest, starts = (indices, centres) if point is None else (indices[1:], centres[1:])
-        if start is not None:  # (self.fold_method is now semismooth Newton's)
+        if start is not None:  # (LIBLINEAR's primal, or semismooth Newton where the dual crawled)
             starts = [start] * len(rest)
         return ([] if point is None else [point]) + self._solve(rest, self.work_X, starts, dual_eps=dual_eps,
                                                                   with_bounds=True)
 
     def _probe(self, k):
-        """Where LIBLINEAR's dual solves the folds and no full fit was made (``self.probing``): fold k by one
-        run of the dual at scikit-learn's own tolerance (``DUAL_PROBE_EPS``), which tells what that full fit's
-        one run told, and is often the fold's solution. Returns (the fold's point where that run decided its
-        held-out signs, else None; the start of the folds left to solve where they go to semismooth Newton, else None; the
-        first tolerance of the other folds' runs, None for the solver's own rule). The folds go to semismooth
-        Newton where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are estimated
-        to cost less at its point (:func:`pivots_pay_off`); their runs start at ``DUAL_PROBE_EPS`` where it
-        decided the signs. The fold's point comes as :meth:`_solve_open`'s, with its certified bounds."""
+        """Where LIBLINEAR solves the folds and no full fit was made (``self.probing``): fold k, which
+        stands in for it. Returns (the fold's point where decided, else None; the start of the folds left,
+        else None; the first tolerance of their dual's runs, None for the solver's own rule). The fold's
+        point comes as :meth:`_solve_open`'s, with its certified bounds.
+        By LIBLINEAR's primal (``self.primal_probe``): the fold solved from 0, its point the others' start.
+        By its dual: one run at scikit-learn's own tolerance (``DUAL_PROBE_EPS``), which tells what that
+        full fit's one run told, and is often the fold's solution. The folds go to semismooth Newton, from
+        its point, where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are
+        estimated to cost less there (:func:`pivots_pay_off`); their runs start at ``DUAL_PROBE_EPS`` where
+        it decided the signs."""
+        if self.primal_probe:
+            point = self._solve([k], self.work_X, [(np.zeros(self.work_X.shape[1]), 0.0)], with_bounds=True)[0]
+            return point, point[:2], None
         fold = self.folds[k]
         problem = Problem(self.work_X[fold.train], self.y[fold.train], self.loss, self.penalty_for(fold.n_train),
                           self.fit_intercept)
@@ -1285,6 +1296,28 @@ def primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
         _curved_count(problem, coef, intercept) <= HARD_MARGIN_ROWS_PER_FEATURE * (problem.d + problem.fit_intercept)
 
 
+def primal_probe_pays_off(fold_method, loss, X, dropped):
+    """Whether folds that a rough full fit by LIBLINEAR's primal would only start, every one of them solved
+    for its labels, are solved faster with no full fit, the first from 0 and the others from its optimum
+    (:meth:`_Engine._probe`), by LIBLINEAR's primal: those of :func:`primal_applies` (10-fold or fewer) that
+    ``fold_method`` solves by it, and those that would take Newton–CG steps together from the full fit
+    (``fold_method`` "auto") where they hold out at least a fifth of the rows on average (5-fold or fewer).
+    A warm start barely shortens LIBLINEAR's primal, whose stopping rule is relative to the gradient at 0:
+    LinearSVC on sparse Gaussian 4000 × 600 (5 %), C = 3, a fold's run to 1e-6 took 10.1–11.8 ms from 0,
+    9.5–10.6 ms from a full fit at 1e-4 (itself 10 ms), 9.1–9.9 ms from another fold's optimum. Against
+    the full fit first (fastest of 5, the same scores): the 21 LinearSVC configurations drawn from seeds
+    3303–9909 that this changes, 5- and 10-fold, 0.76–0.95 of the time (18 solved by LIBLINEAR from the full
+    fit, 3 by the steps together); the 5-fold shapes of ``--svc-rows`` of 15 rows a feature or fewer,
+    0.66–0.85 (4000 × 600: C = 0.1 54 → 43 ms, the steps together before, C = 3 89 → 65 ms, C = 75
+    691 → 512 ms; 8000 × 1000 at C = 3 317 → 236 ms). Their 10-fold shapes by the steps together took
+    1.31–1.40 times as long (4000 × 600 and 8000 × 1000 at C = 0.1), and 20-fold 2.0 times (4000 × 600)."""
+    if fold_method != "liblinear":
+        n_dropped = sum(rows.size for rows in dropped)
+        if X.shape[0] * len(dropped) > PROBE_STEPS_MAX_FOLDS * n_dropped:
+            return False
+    return primal_applies(loss, X, dropped)
+
+
 def primal_applies(loss, X, dropped):
     """The squared hinge on sparse X (LIBLINEAR keeps rows as sparse nodes), its folds leaving out a
     tenth of the rows or more on average."""
@@ -1312,6 +1345,7 @@ DUAL_START_TOL = 1e-2
 DUAL_PROBE_EPS = 1e-4
 ROUGH_PRIMAL_ROWS_PER_FEATURE = 16  # (see _Engine.__init__: a rough full fit by LIBLINEAR's primal)
 PRIMAL_MAX_FOLDS = 10
+PROBE_STEPS_MAX_FOLDS = 5  # (see primal_probe_pays_off)
 HARD_MARGIN_ROWS_PER_FEATURE = 2.5
 
 

@@ -1305,15 +1305,16 @@ def test_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys, pr
     ids=["liblinear-dual", "liblinear", "newton-cg", "newton-cg-hinge", "newton-cg-hinge-many-rows", "newton-cg-dense",
          "centres"])
 def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n, d, centres, sparse):
-    """``cross_validate(start_tol=...)``: where the folds are solved by LIBLINEAR's primal, or take
-    Newton–CG steps on sparse rows, the full fit is solved to that relative gap only, and it is the
-    result's coef; where they are solved by its dual, which starts them cold, there is no full fit (the
-    result's coef is 0): the first fold's one run at ``DUAL_PROBE_EPS`` stands in for it, and no
-    certificate comes before the folds' solves; where Newton centres take its Hessian, or the folds of dense rows
-    start from it (on to their semismooth solves), it stays exact. A rough full fit of the squared
-    hinge is LIBLINEAR's (its dual, or its primal) with up to ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a
-    feature; with more, and for the logistic loss, SciPy's trust-region Newton's. The folds' labels
-    are the exact refits' either way. :func:`cross_val_score` (no ``estimator_``) asks for it where
+    """``cross_validate(start_tol=...)``: where the folds take Newton–CG steps on sparse rows, the
+    full fit is solved to that relative gap only, and it is the result's coef; where they are
+    solved by LIBLINEAR, there is no full fit (the result's coef is 0) and no certificate comes
+    before the folds' solves: by its dual, which starts them cold, the first fold's one run at
+    ``DUAL_PROBE_EPS`` stands in for it; by its primal (the squared hinge with up to
+    ``ROUGH_PRIMAL_ROWS_PER_FEATURE`` rows a feature, 5-fold), the first fold, solved from 0, starts
+    the others. Where Newton centres take its Hessian, or the folds of dense rows start from it (on
+    to their semismooth solves), it stays exact. A rough full fit with more rows a feature, and for
+    the logistic loss, is SciPy's trust-region Newton's. The folds' labels are the exact refits'
+    either way. :func:`cross_val_score` (no ``estimator_``) asks for it where
     every fold holds out at least ``ROUGH_START_SHARE`` of the rows."""
     from glru.penalties import L2
     from glru.problem import Problem
@@ -1336,20 +1337,21 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
     certified_rough = [count for count in certified if count]  # (the folds of each call that certifies some)
     rough_fit = not centres and sparse
     dual = glru_cv.dual_pays_off(hinge, False, n, d)
-    if rough_fit and dual:  # the probe: one run of the first fold's; no certificates before every fold is solved
+    primal = loss == "squared_hinge" and not dual and n <= glru_cv.ROUGH_PRIMAL_ROWS_PER_FEATURE * d
+    if rough_fit and (dual or primal):  # the probe; no certificates before every fold is solved
+        # (the dual's: one run of the first fold's; the primal's: the first fold's solve, by solve_held_out)
         assert [(c["tol"], c["method"], c["max_iter"], c["dual_eps"]) for c in calls] == \
-            [(glru_cv.TOL_ROUNDING, "liblinear-dual", 1, glru_cv.DUAL_PROBE_EPS)]
+            ([(glru_cv.TOL_ROUNDING, "liblinear-dual", 1, glru_cv.DUAL_PROBE_EPS)] if dual else [])
         assert not rough.coef.any() and rough.intercept == 0.0
         # (each fold once at most: after its solve, where that solve's own bounds left it open)
         assert sum(certified_rough) <= len(folds) and rough.n_certified == 0 and all(o.solved for o in rough.outcomes)
     else:
         assert [c["tol"] for c in calls[:1]] == ([ROUGH_START_TOL] if rough_fit else [] if centres else
                                                  [glru_cv.TOL_EXACT])
-    if rough_fit and not dual:
-        assert calls[0]["method"].startswith("liblinear") == (loss == "squared_hinge" and
-                                                              n <= glru_cv.ROUGH_PRIMAL_ROWS_PER_FEATURE * d)
+    if rough_fit and not (dual or primal):
+        assert calls[0]["method"] == "auto"
     exact = glru_cv.cross_validate(X, y, hinge, folds, penalty_for, False)
-    if not (rough_fit and dual):
+    if not (rough_fit and (dual or primal)):
         gap = Problem(X, y, hinge, penalty_for(n), False).duality_gap(rough.coef, 0.0).relative_gap
         assert gap <= (ROUGH_START_TOL if rough_fit else glru_cv.TOL_EXACT)
     for (train, test), with_rough, with_exact in zip(splits, rough.outcomes, exact.outcomes):
@@ -1363,6 +1365,39 @@ def test_a_full_fit_that_only_starts_the_folds_may_be_rough(monkeypatch, loss, n
                                                   else LogisticRegression(fit_intercept=False), X, labels01(y),
                                                   cv=StratifiedKFold(5, shuffle=True, random_state=1)),
                                   [np.mean(o.labels == (y[test] > 0)) for o, (_, test) in zip(rough.outcomes, splits)])
+
+
+@pytest.mark.parametrize("folds", [5, 10])
+@pytest.mark.parametrize("steps", [False, True], ids=["liblinear", "steps-together"])
+def test_liblinear_primal_folds_start_from_the_first_fold_instead_of_a_full_fit(monkeypatch, folds, steps):
+    """cross_val_score of LinearSVC on sparse rows, 13 a feature, where a full fit would only start
+    folds that are all solved for their labels by LIBLINEAR's primal (or, with ``steps``, that would
+    take Newton–CG steps together from it): up to 10-fold (with ``steps``, 5-fold;
+    primal_probe_pays_off) no full fit is made, the first fold is solved from 0 and the others by
+    LIBLINEAR's primal from its optimum (_Engine._probe); else the full fit is LIBLINEAR's primal's,
+    to ROUGH_START_TOL. The scores are the exact refits'."""
+    from sklearn_ext.cross_validation import ROUGH_START_TOL
+
+    X, y = random_problem(5, 400, 30, "logistic", sparse=True)
+    y = labels01(y)
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    if steps:
+        monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
+    starts, solved, solve_held_out = [], [], glru_cv.solve_held_out
+    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args, **kwargs: starts.append(args[5:7] + args[9:10])
+                        or solved.append(solve_held_out(*args, **kwargs)) or solved[-1])
+    calls, solve = [], glru_cv.solve
+    monkeypatch.setattr(glru_cv, "solve", lambda *args, **kwargs: calls.append(kwargs) or solve(*args, **kwargs))
+    cv = StratifiedKFold(folds, shuffle=True, random_state=0)
+    estimator = LinearSVC(C=1.0)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+    if folds == 5 or not steps:
+        assert calls == [] and len(starts) == folds and all(method == "liblinear" for _, _, method in starts)
+        assert not starts[0][0].any() and starts[0][1] == 0.0
+        assert all(np.array_equal(coef, solved[0][0]) and intercept == solved[0][1] for coef, intercept, _ in starts[1:])
+    else:
+        assert [(c["tol"], c["method"]) for c in calls[:1]] == [(ROUGH_START_TOL, "liblinear")]
+        assert not any(not coef.any() for coef, _, _ in starts)
 
 
 @pytest.mark.parametrize("n, d, C, density", [(200, 300, 0.05, 0.05), (500, 80, 0.5, 0.2), (300, 60, 20.0, 0.2)],
@@ -1484,9 +1519,10 @@ def test_newton_cg_steps_that_zigzag_or_crawl_hand_their_folds_to_solves(monkeyp
     ``ZIGZAG_STEPS`` steps have not brought its gradient below ``ZIGZAG_SHARE`` of its smallest
     before them, or once they have cost more than its own semismooth solve is estimated to: the
     crawling folds leave by cost, before the zigzag rule could judge them. Each solve reaches the
-    exact refit's score. (The sparse rows would go to LIBLINEAR near a hard margin: ruled out here,
-    as for dense rows.)"""
+    exact refit's score. (The sparse rows would go to LIBLINEAR, from the first fold's optimum or near
+    a hard margin: ruled out here, as for dense rows.)"""
     monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
+    monkeypatch.setattr(glru_cv, "primal_probe_pays_off", lambda *args: False)
     monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
     X, y, C, folds = _hard_margin_data(kind)
     steps, take = {}, glru_cv._Engine._newton_cg_steps
@@ -1532,8 +1568,10 @@ def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monk
     rows inside its margin a feature, and the folds are each solved by LIBLINEAR's trust-region
     Newton from it (no centres, no chord steps); at C = 0.1 it has 5.3, and they are not. Either
     way the scores are those of exact refits. (LIBLINEAR for few features' labels,
-    ``primal_beats_centres``, is ruled out here.)"""
+    ``primal_beats_centres``, and from the first fold's optimum, ``primal_probe_pays_off``, are
+    ruled out here.)"""
     monkeypatch.setattr(glru_cv, "primal_beats_centres", lambda *args: False)
+    monkeypatch.setattr(glru_cv, "primal_probe_pays_off", lambda *args: False)
     X, y, asked, centres = _sparse_1200_by_150_spied(monkeypatch)
     cv = StratifiedKFold(5)
     scores = cross_val_score(LinearSVC(C=C), X, y, cv=cv)
@@ -1547,8 +1585,9 @@ def test_folds_near_a_hard_margin_are_solved_by_liblinear_from_the_full_fit(monk
 @pytest.mark.parametrize("scoring", ["accuracy", "roc_auc"])
 def test_few_features_labels_go_to_liblinear_ahead_of_the_centres(monkeypatch, scoring):
     """LinearSVC(C=0.1) on sparse 1200 × 150 (8 rows a feature), 5-fold: where only labels are asked
-    (accuracy), every fold is solved by LIBLINEAR's trust-region Newton from the full fit, and no
-    Newton centres are made (``primal_beats_centres``); for values (roc_auc), which go to rounding
+    (accuracy), every fold is solved by LIBLINEAR's trust-region Newton (from the first fold's
+    optimum: cross_val_score makes no full fit for them), and no Newton centres are made
+    (``primal_beats_centres``); for values (roc_auc), which go to rounding
     level, no fold goes to LIBLINEAR (here they take their Newton–CG steps together). Either way the
     scores are the exact refits'."""
     monkeypatch.setattr(glru_cv, "primal_pays_off_near_hard_margin", lambda *args: False)
