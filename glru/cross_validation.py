@@ -1308,9 +1308,10 @@ def primal_probe_pays_off(fold_method, loss, X, dropped):
     the full fit first (fastest of 5, the same scores): the 21 LinearSVC configurations drawn from seeds
     3303–9909 that this changes, 5- and 10-fold, 0.76–0.95 of the time (18 solved by LIBLINEAR from the full
     fit, 3 by the steps together); the 5-fold shapes of ``--svc-rows`` of 15 rows a feature or fewer,
-    0.66–0.85 (4000 × 600: C = 0.1 54 → 43 ms, the steps together before, C = 3 89 → 65 ms, C = 75
-    691 → 512 ms; 8000 × 1000 at C = 3 317 → 236 ms). Their 10-fold shapes by the steps together took
-    1.31–1.40 times as long (4000 × 600 and 8000 × 1000 at C = 0.1), and 20-fold 2.0 times (4000 × 600)."""
+    0.73–0.86 (4000 × 600: C = 0.1 54 → 41 ms, the steps together before, C = 3 87 → 63 ms, C = 75
+    682 → 512 ms; 8000 × 1000 at C = 3 311 → 236 ms). Their 10-fold shapes by the steps together took
+    1.31–1.40 times as long (4000 × 600 and 8000 × 1000 at C = 0.1), and 20-fold 2.0 times (4000 × 600);
+    docs/benchmarks.md, fortieth session."""
     if fold_method != "liblinear":
         n_dropped = sum(rows.size for rows in dropped)
         if X.shape[0] * len(dropped) > PROBE_STEPS_MAX_FOLDS * n_dropped:
