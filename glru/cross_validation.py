@@ -284,9 +284,12 @@ class _Engine:
                 # session)
                 self.cold_method = "liblinear"
         # where every fold is solved for its labels and the full fit would only start LIBLINEAR's primal (its rough
-        # cold fit), none is made: the first fold, solved cold, starts the others (_probe)
+        # cold fit), none is made: the first fold, solved cold, starts the others (_probe). With one job: with two
+        # (loky), against the full fit first, 4000 × 600 and 3303:8 took 0.89–0.90 of the time, 8000 × 1000 (C = 3)
+        # and 9909:19 1.25 times as long (docs/benchmarks.md, fortieth session)
         self.primal_probe = solve_open and need == "labels" and start_tol is not None and self.span is None \
-            and self.cold_method == "liblinear" and primal_probe_pays_off(self.fold_method, loss, X, self.dropped)
+            and effective_n_jobs(parallel["n_jobs"]) == 1 and self.cold_method == "liblinear" \
+            and primal_probe_pays_off(self.fold_method, loss, X, self.dropped)
         if self.primal_probe:
             self.fold_method = "liblinear"
             self.newton = self.newton_cg = self.direct = self.curved = False

@@ -1400,6 +1400,22 @@ def test_liblinear_primal_folds_start_from_the_first_fold_instead_of_a_full_fit(
         assert not any(not coef.any() for coef, _, _ in starts)
 
 
+def test_liblinear_primal_folds_on_two_jobs_keep_the_full_fit(monkeypatch):
+    """With two jobs the folds of LIBLINEAR's primal start from the rough full fit, as before the
+    first fold stood in for it (its solve would run alone, on one core): the full fit is
+    LIBLINEAR's primal's to ROUGH_START_TOL, in this process, and the scores are the exact refits'."""
+    from sklearn_ext.cross_validation import ROUGH_START_TOL
+
+    X, y = random_problem(5, 400, 30, "logistic", sparse=True)
+    y = labels01(y)
+    calls, solve = [], glru_cv.solve
+    monkeypatch.setattr(glru_cv, "solve", lambda *args, **kwargs: calls.append(kwargs) or solve(*args, **kwargs))
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    estimator = LinearSVC(C=1.0)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv, n_jobs=2), exact_scores(estimator, X, y, cv))
+    assert [(c["tol"], c["method"]) for c in calls[:1]] == [(ROUGH_START_TOL, "liblinear")]
+
+
 @pytest.mark.parametrize("n, d, C, density", [(200, 300, 0.05, 0.05), (500, 80, 0.5, 0.2), (300, 60, 20.0, 0.2)],
                          ids=["dual-probe", "liblinear", "near-hard-margin"])
 def test_folds_solved_to_their_signs_keep_their_solves_bounds(monkeypatch, n, d, C, density):
