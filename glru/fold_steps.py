@@ -137,7 +137,9 @@ class FoldBlock:
         mix, 1 % of the diagonal, still 4750 and 27138 on a9a.t."""
         S = np.zeros_like(G)
         R = -G
-        goal = forcing * np.linalg.norm(G, axis=0)
+        # (an infinite forcing term asks for no CG, whatever the gradient, a zero one too)
+        goal = np.multiply(forcing, np.linalg.norm(G, axis=0), out=np.full(G.shape[1], np.inf),
+                           where=np.isfinite(forcing))
         self.cg_iterations = np.zeros(G.shape[1], dtype=int)  # per column: the products it took part in
         # float32 products are off by about √d̃·u₃₂ of their size (terms of random signs): enough
         # for a residual ROUGH_MARGIN times larger (the early, coarse steps), twice as fast
@@ -505,9 +507,11 @@ def _steps_together(X, XT, rough, y, loss, fit_intercept, dropped, strengths, sc
         # no oversolving: a step whose residual is half the gradient that stops is accurate enough
         # (Kelley's safeguard of Eisenstat and Walker's terms, "Iterative Methods for Linear and
         # Nonlinear Equations", 1995, §6.3); the last step of a fold of sparse Gaussian
-        # 10000 × 1000, 10-fold, took 69 CG iterations for a tenfold more than it needed
-        forcing = np.where(going, np.maximum(forcing_terms(norms, [last.get(j) for j in running]),
-                                             OVERSOLVING_SHARE * target / norms), np.inf)  # (∞: no CG)
+        # 10000 × 1000, 10-fold, took 69 CG iterations for a tenfold more than it needed. (A zero gradient, a fold
+        # already at its optimum, e.g. of a design with no stored value: ∞, no CG, and a zero step)
+        oversolving = np.divide(OVERSOLVING_SHARE * target, norms, out=np.full_like(norms, np.inf), where=norms > 0)
+        forcing = np.where(going, np.maximum(forcing_terms(norms, [last.get(j) for j in running]), oversolving),
+                           np.inf)  # (∞: no CG)
         forcing = np.where(polishing & going, POLISH_FORCING, forcing)
         S = block.newton_steps(G, forcing)
         decrease = -np.einsum("ij,ij->j", G, S)

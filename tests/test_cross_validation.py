@@ -903,6 +903,19 @@ def test_pipeline_fold_whose_training_rows_leave_its_column_empty(model, sparse)
     np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_pipeline_folds_of_a_design_with_no_stored_value(fit_intercept):
+    """StandardScaler + LogisticRegression, 4-fold, on a sparse design with no stored value: each
+    fold's optimal weight is 0, and without an intercept its Newton–CG steps together start at a
+    zero gradient. They take no conjugate-gradient iteration there instead of dividing by its norm
+    (a RuntimeWarning, an error in these tests), and the scores are the exact refits'.
+    (``test_property_narrow_sparse_designs_held_dense`` found it: seed 324, n = 10, d = 1.)"""
+    X, y = sp.csr_matrix((10, 1)), labels01(random_problem(324, 10, 1, "logistic")[1])
+    estimator = make_pipeline(StandardScaler(with_mean=False), LogisticRegression(fit_intercept=fit_intercept))
+    cv = KFold(4, shuffle=True, random_state=324)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+
+
 @given(seed=st.integers(0, 10_000), n=st.integers(10, 120), d=st.integers(1, 32), C=st.floats(1e-2, 1e2),
        fit_intercept=st.booleans(), svc=st.booleans(), scaled=st.booleans(), loo=st.booleans())
 def test_property_narrow_sparse_designs_held_dense(seed, n, d, C, fit_intercept, svc, scaled, loo):
