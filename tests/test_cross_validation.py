@@ -1410,13 +1410,13 @@ def test_liblinear_primal_folds_start_from_the_first_fold_instead_of_a_full_fit(
         assert all(np.array_equal(coef, solved[0][0]) and intercept == solved[0][1] for coef, intercept, _ in starts[1:])
     else:
         assert [(c["tol"], c["method"]) for c in calls[:1]] == [(ROUGH_START_TOL, "liblinear")]
-        assert not any(not coef.any() for coef, _, _ in starts)
+        assert all(coef.any() for coef, _, _ in starts)
 
 
 def test_liblinear_primal_folds_on_two_jobs_keep_the_full_fit(monkeypatch):
-    """With two jobs the folds of LIBLINEAR's primal start from the rough full fit, as before the
-    first fold stood in for it (its solve would run alone, on one core): the full fit is
-    LIBLINEAR's primal's to ROUGH_START_TOL, in this process, and the scores are the exact refits'."""
+    """With two jobs the folds of LIBLINEAR's primal start from a rough full fit, not from the first
+    fold's optimum (whose solve would run alone, on one core): the full fit is LIBLINEAR's primal's
+    to ROUGH_START_TOL, in this process, and the scores are the exact refits'."""
     from sklearn_ext.cross_validation import ROUGH_START_TOL
 
     X, y = random_problem(5, 400, 30, "logistic", sparse=True)
