@@ -287,12 +287,14 @@ class _Engine:
         # cold fit), none is made: the first fold, solved cold, starts the others (_probe). With one job: with two
         # (loky), against the full fit first, 4000 × 600 and 3303:8 took 0.89–0.90 of the time, 8000 × 1000 (C = 3)
         # and 9909:19 1.25 times as long (docs/benchmarks.md, fortieth session)
-        self.primal_probe = solve_open and need == "labels" and start_tol is not None and self.span is None \
+        primal_probe = solve_open and need == "labels" and start_tol is not None and self.span is None \
             and effective_n_jobs(parallel["n_jobs"]) == 1 and self.cold_method == "liblinear" \
             and primal_probe_pays_off(self.fold_method, loss, X, self.dropped)
-        if self.primal_probe:
+        if primal_probe:
             self.fold_method = "liblinear"
             self.newton = self.newton_cg = self.direct = self.curved = False
+        # LIBLINEAR's folds from a rough start, all solved: no full fit; the first open fold stands in for it (_probe)
+        self.probing = primal_probe or solve_open and self._dual_from_rough_start()
         self.rough = None  # X in float32 for the Newton–CG steps, made when first needed
         # a fold's semismooth Newton solve, estimated: what its chord refreshes and Newton–CG steps
         # are weighed against (_exchanges_settle, _hands_over)
@@ -311,8 +313,6 @@ class _Engine:
 
     def _run(self):
         clock, solve_open = _Clock(), self.solve_open
-        # LIBLINEAR's folds from a rough start, all solved: no full fit; the first open fold stands in for it (_probe)
-        self.probing = self.primal_probe or solve_open and self._dual_from_rough_start()
         hub = self.hub = self._hub()
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
@@ -410,13 +410,13 @@ class _Engine:
         stands in for it. Returns (the fold's point where decided, else None; the start of the folds left,
         else None; the first tolerance of their dual's runs, None for the solver's own rule). The fold's
         point comes as :meth:`_solve_open`'s, with its certified bounds.
-        By LIBLINEAR's primal (``self.primal_probe``): the fold solved from 0, its point the others' start.
+        By LIBLINEAR's primal (``fold_method`` "liblinear"): the fold solved from 0, its point the others' start.
         By its dual: one run at scikit-learn's own tolerance (``DUAL_PROBE_EPS``), which tells what that
         full fit's one run told, and is often the fold's solution. The folds go to semismooth Newton, from
         its point, where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are
         estimated to cost less there (:func:`pivots_pay_off`); their runs start at ``DUAL_PROBE_EPS`` where
         it decided the signs."""
-        if self.primal_probe:
+        if self.fold_method == "liblinear":
             point = self._solve([k], self.work_X, [(np.zeros(self.work_X.shape[1]), 0.0)], with_bounds=True)[0]
             return point, point[:2], None
         fold = self.folds[k]
