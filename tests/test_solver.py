@@ -532,6 +532,54 @@ def test_primal_liblinear_goes_on_where_it_converged_with_a_sign_open(monkeypatc
     assert result.converged and result.signs_decided and len(runs) == 3 and len(checks) == 4  # (the start's too)
 
 
+@pytest.mark.parametrize("seed, fold", [(3, 1), (85, 0), (103, 0)])
+def test_primal_liblinear_that_stalls_is_finished_by_semismooth_newton(monkeypatch, seed, fold):
+    """LIBLINEAR's primal stops where a step's decrease is within 1e-12 of the objective, short of
+    rounding level: on a fold of sparse Gaussian rows scaled by a StandardScaler, C from 55 to 60,
+    a run leaves its open point's gap about where the run before left it (relative 1e-11), held-out
+    signs open. No tighter run follows, and semismooth Newton (d̃ ≤ SEMISMOOTH_CHEAP_DIM) finishes
+    from that point, not trust-region Newton–CG, which crawls at the squared hinge's kinks (on a
+    fold of 6086 × 306, 46 iterations left the gap where it was). The signs are those of the
+    optimum, computed apart (Mangasarian's finite Newton method)."""
+    import glru.solver as solver
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import with_constant_column
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+
+    from ._exact import squared_hinge_optimum
+
+    rng = np.random.default_rng(seed)
+    n, d, density = int(rng.integers(300, 3000)), int(rng.integers(20, 300)), float(rng.uniform(0.02, 0.1))
+    X = sp.random(n, d, density=density, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+    y = np.where(X @ rng.standard_normal(d) + 0.5 * np.sqrt(density * d) * rng.standard_normal(n) > 0, 1.0, -1.0)
+    C = float(np.exp(rng.uniform(np.log(5), np.log(100))))
+    train, test = list(StratifiedKFold(5).split(X, y))[fold]
+    scaler = StandardScaler(with_mean=False).fit(X[train])
+    Z, Z_test = (with_constant_column(scaler.transform(X[rows]), 1.0) for rows in (train, test))
+    gaps, evaluate = [], solver._GapMonitor._evaluate
+
+    def evaluated(monitor, *point):
+        done = evaluate(monitor, *point)
+        gaps.append(monitor.best[2].gap)
+        return done
+
+    monkeypatch.setattr(solver._GapMonitor, "_evaluate", evaluated)
+    runs, train_liblinear = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None:
+                        runs.append(len(gaps)) or train_liblinear(ll_problem, options, init))
+    monkeypatch.setattr(solver, "_solve_newton", lambda *args, **kwargs: pytest.fail("trust-region Newton–CG"))
+    coef, _ = solver.solve_held_out(Z, y[train], get_loss("squared_hinge"), L2(1 / (C * train.size)), False,
+                                    np.zeros(Z.shape[1]), 0.0, Z_test, 1e-15, "liblinear")
+    after_runs = [gaps[k] for k in runs]  # (the best gap after each run: one check a run)
+    assert after_runs[-1] >= solver.STALLED_GAP_CUT * after_runs[-2]  # the last run stalled ...
+    assert all(b < solver.STALLED_GAP_CUT * a for a, b in zip(after_runs[:-2], after_runs[1:-1]))  # ... the others not
+    assert len(gaps) > runs[-1] + 1  # (semismooth Newton's checks followed)
+    optimum = squared_hinge_optimum(Z.toarray(), y[train], C)
+    np.testing.assert_array_equal(Z_test @ coef > 0, Z_test @ optimum > 0)
+
+
 @pytest.mark.parametrize("decades", [0, 4])
 def test_dual_starts_semismooth_newton_only_where_it_may_crawl(monkeypatch, decades):
     """With d̃ ≤ SEMISMOOTH_CHEAP_DIM, LIBLINEAR's dual for held-out signs hands over to
