@@ -296,8 +296,8 @@ class _GapMonitor:
 
     def stalled(self, previous_gap):
         """Whether the last run of a solve by runs of tightening tolerance (LIBLINEAR's), its point
-        open, did not halve the best gap since ``previous_gap`` (the gap before it): the solver is at
-        the floor of its own stopping rule, and a tighter run stops there too."""
+        open, left the best gap above ``STALLED_GAP_CUT`` of ``previous_gap`` (the gap before it): the
+        solver is at the floor of its own stopping rule, and a tighter run stops there too."""
         return not self.best_point()[2].gap < STALLED_GAP_CUT * previous_gap
 
     def check_skipped(self):
@@ -332,7 +332,9 @@ class _GapMonitor:
 
 
 # a run of LIBLINEAR's that leaves its open point's gap above this share of the gap before it has
-# stalled (:meth:`_GapMonitor.stalled`)
+# stalled (:meth:`_GapMonitor.stalled`). A half ended runs too soon: on folds of StandardScaler +
+# LinearSVC on sparse Gaussian rows a run that cut the gap by 24 % or 44 % was followed by one to
+# rounding level (0.3 ms), where the semismooth step that finished instead cost 1.5–3.6 ms
 STALLED_GAP_CUT = 0.9
 
 
