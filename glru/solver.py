@@ -708,12 +708,12 @@ def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll
         # LIBLINEAR's stopping rule is relative to its gradient at 0 and can stall far from the
         # gap tolerance (e.g. targets of order 1e-10), and it stops where a step's decrease is
         # within 1e-12 of the objective, short of rounding level: once a run no longer cuts the
-        # gap, finished from its best point by semismooth Newton where that is the default (a
-        # piecewise quadratic loss, d̃ ≤ SEMISMOOTH_CHEAP_DIM; trust-region Newton–CG crawls at the
-        # kinks there), else by Newton. StandardScaler + LinearSVC(C=70.7), sparse 6086 × 306, a
-        # fold of 5: runs at 1e-10 to 1e-16 all left 4.5e-11, then 46 iterations of Newton–CG (49 ms)
-        # left it too, and one semismooth step reached 2.5e-16
-        finishing = _solve_semismooth if semismooth_by_default(problem) else _solve_newton
+        # gap, finished from its best point as a warm "auto" solve is: by semismooth Newton where
+        # that is the default (a piecewise quadratic loss, d̃ ≤ SEMISMOOTH_CHEAP_DIM; trust-region
+        # Newton–CG crawls at the kinks there), else by Newton. StandardScaler + LinearSVC(C=70.7),
+        # sparse 6086 × 306, a fold of 5: runs at 1e-10 to 1e-16 all left 4.5e-11, then 46 iterations
+        # of Newton–CG (49 ms) left it too, and one semismooth step reached 2.5e-16
+        finishing = _solve_semismooth if _auto_method(problem, cold=False) == "semismooth" else _solve_newton
         finish = finishing(problem, result.coef, result.intercept, tol, max_iter - n_iter, stop_when,
                            open_start=monitor.open_best())
         finish.n_iter += n_iter
