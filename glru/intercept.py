@@ -219,6 +219,16 @@ def _certify(bound, tau, below, width):
     return None
 
 
+def first_order_width(loss, y, margins, deviation_norms):
+    """The bracket's half-width per unit radius to first order in r: D2s/D2 = Σℓ''_i s_i / Σℓ''_i,
+    where the linear parts of H± cross zero (module docstring), with the curvature at the centre;
+    0 where it has none. An estimate, for predicting how wide bounds will be without computing
+    them: nothing is certified by it."""
+    curvature = loss.second_derivative(y, margins)
+    total = curvature.sum()
+    return float(curvature @ deviation_norms / total) if total > 0 else 0.0
+
+
 def exact_shift_interval(loss, radius, y, margins, deviation_norms, margin_error):
     """[τ_lo, τ_hi] certified by evaluating H± over all rows (O(n) per evaluation)."""
     spread = radius * deviation_norms

@@ -1794,17 +1794,48 @@ def test_property_linear_svc_scores_equal_those_of_exact_dual_refits(seed, d, ro
                                   _linear_svc_scores_by_nnls(dense, y, C, cv))
 
 
+@pytest.mark.parametrize("n, d, density, C, seed", [(727, 536, 0.17, 0.056, 1), (600, 600, 0.2, 0.03, 2),
+                                                   (1000, 300, 0.1, 0.05, 0)])
+def test_k_fold_bounds_are_computed_where_they_settle_the_fold(monkeypatch, n, d, density, C, seed):
+    """Full bounds (exact intercept bracket, box) are computed for a fold where its predicted
+    width, the intercept's bracket included (``_spread_per_radius``), says they settle it, and then
+    they do: sparse LogisticRegression with an intercept, 5-fold, whose folds take Newton–CG steps.
+    With the ball's radius alone as the width, 2–4 folds of each of these were bounded a step too
+    early and found open, 21 in 16 such draws (none now); the scores are the exact refits'."""
+    found_open, outcome = [], glru_cv._Engine._outcome
+
+    def recorded(self, fold, cert, values, thorough=True):
+        result = outcome(self, fold, cert, values, thorough)
+        found_open.append(self._open(result))
+        return result
+    monkeypatch.setattr(glru_cv._Engine, "_outcome", recorded)
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, format="csr", random_state=rng, data_rvs=rng.random)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X @ rng.standard_normal(d))))).astype(int)
+    estimator, cv = LogisticRegression(C=C), StratifiedKFold(5)
+    scores = cross_val_score(estimator, X, y, cv=cv)
+    assert len(found_open) == 5 and not any(found_open)
+    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
+
+
 def test_k_fold_bounds_take_the_box_only_on_the_rows_the_ball_leaves_open(monkeypatch):
     """A fold's thorough bounds intersect the box (16) with the ball's on the held-out rows the
     ball's (with the exact intercept bracket) leave open, not on all of them: sparse
-    LogisticRegression(C=0.5) 900 × 800, 5-fold, two draws, where a fold's ball left one or two of
-    its 180 rows open. The box still bounds those rows, and the scores are the exact refits'."""
+    LogisticRegression(C=0.5) 900 × 800, 5-fold, two draws, with the gate that spares bounds where
+    they could not settle a fold (``_promising``, only a saving) opened everywhere, so that folds are
+    bounded far from and near their optima. The box bounds exactly the rows left open, fewer than all
+    180 near the optima, and the scores are the exact refits'."""
     import glru.certificate
+    from glru.bounds import signs_decided
 
-    boxed, bounds = [], glru.certificate.Certificate.decision_bounds
-    monkeypatch.setattr(glru.certificate.Certificate, "decision_bounds",
-                        lambda self, X_eval, intercept="fast", box=True:
-                        (boxed.append(X_eval.shape[0]) if box else None) or bounds(self, X_eval, intercept, box))
+    calls, bounds = [], glru.certificate.Certificate.decision_bounds
+
+    def recorded(self, X_eval, intercept="fast", box=True):
+        lower, upper = bounds(self, X_eval, intercept, box)
+        calls.append(("box", X_eval.shape[0]) if box else ("ball", int(np.sum(~signs_decided(lower, upper)))))
+        return lower, upper
+    monkeypatch.setattr(glru.certificate.Certificate, "decision_bounds", recorded)
+    monkeypatch.setattr(glru_cv._Engine, "_promising", lambda self, k, values, radius: True)
     estimator, cv = LogisticRegression(C=0.5), StratifiedKFold(5)
     for seed in (2, 4):
         rng = np.random.default_rng(seed)
@@ -1812,7 +1843,9 @@ def test_k_fold_bounds_take_the_box_only_on_the_rows_the_ball_leaves_open(monkey
         y = np.where(X @ rng.standard_normal(800) + 0.5 * rng.standard_normal(900) > 0, 1, 0)
         scores = cross_val_score(estimator, X, y, cv=cv)
         np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
-    assert boxed and max(boxed) < 180
+    boxed = [(calls[i - 1], rows) for i, (kind, rows) in enumerate(calls) if kind == "box"]
+    assert boxed and all(before == ("ball", rows) for before, rows in boxed)
+    assert min(rows for _, rows in boxed) < 180
 
 
 def test_k_fold_values_are_polished_where_the_objective_no_longer_resolves_a_step():

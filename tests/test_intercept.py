@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit
 
-from glru.intercept import RowSums, approximate_root, exact_shift_interval, taylor_shift_interval
+from glru.intercept import RowSums, approximate_root, exact_shift_interval, first_order_width, taylor_shift_interval
 from glru.losses import Huber, Logistic, Squared, SquaredHinge
 
 DIGITS = 50
@@ -101,6 +101,18 @@ def test_exact_bracket_sits_at_the_true_crossings(loss, seed, n, log_radius):
         # the certified point steps past the rounding bound of the sums: n·u of their size
         allowance = 1e-12 * (1 + abs(true)) + 64 * n * 2.0 ** -52 * (n + np.abs(shifted).sum()) / slope
         assert abs(edge - true) <= allowance
+
+
+@pytest.mark.parametrize("loss", [Logistic(), Squared()], ids=repr)
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(2, 40), scale=st.sampled_from([0.1, 1.0, 5.0]))
+def test_first_order_width_is_the_exact_brackets_half_width_per_unit_radius_as_it_vanishes(loss, seed, n, scale):
+    """(τ_hi − τ_lo)/(2r) → Σℓ''s/Σℓ'' as r → 0: within O(r‖s‖_∞), the curvature's change over the
+    ball's spread (none for the squared loss), and the sums' rounding."""
+    y, margins, deviations, errors = _rows(loss, seed, n, scale)
+    r = 1e-6 / deviations.max()
+    lo, hi = exact_shift_interval(loss, r, y, margins, deviations, np.zeros(n))
+    assert (hi - lo) / (2 * r) == pytest.approx(first_order_width(loss, y, margins, deviations), rel=1e-4)
 
 
 def test_approximate_root_handles_flat_tails_kinks_and_no_root():
