@@ -57,8 +57,8 @@ from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
 from .semismooth import PIVOT_ALLOWANCE, dual_pieces_apply, pivots_apply
-from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled, dual_solves, polish, sign_bounds_at, solve,
-                     solve_held_out, subsampled_newton)
+from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled, dual_eps_factor, dual_solves, polish,
+                     sign_bounds_at, solve, solve_held_out, subsampled_newton)
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -433,7 +433,10 @@ class _Engine:
         if dual_crawled(problem, result.evaluation) or pivots_pay_off(problem, result.coef):
             self.fold_method = "semismooth"
             return point, (result.coef, result.intercept), None
-        return point, None, DUAL_PROBE_EPS if decided else None
+        if decided:
+            return point, None, DUAL_PROBE_EPS
+        factor = dual_eps_factor(problem, signs, result.evaluation)
+        return point, None, None if factor is None else DUAL_PROBE_EPS * FOLD_NEED_SHARE * factor
 
     # ---- stages
     def _hub(self):
@@ -1354,6 +1357,12 @@ PRIMAL_MAX_ROWS_PER_FEATURE = 5
 # LinearSVC configurations took 0.75–1.05 of the time (13 less; docs/benchmarks.md, thirty-seventh session)
 DUAL_START_TOL = 1e-2
 DUAL_PROBE_EPS = 1e-4
+# where that run leaves the signs of the first fold open, the others' runs start at the tolerance that would bring its
+# radius to what its signs need (glru.solver.dual_eps_factor), a tenth of it: a fold's signs need radii 0.16–0.32
+# times the first fold's, at the least, on the four drawn LinearSVC configurations whose dual folds were measured
+# (sparse 497 × 987 at C = 1.0; with a StandardScaler 626 × 1648 at 45, 687 × 1414 at 3.2, 229 × 438 at 5.6),
+# and a run that leaves them open costs a whole run more, a decade tighter 10–15 % of one
+FOLD_NEED_SHARE = 0.1
 ROUGH_PRIMAL_ROWS_PER_FEATURE = 16  # (see _Engine.__init__: a rough full fit by LIBLINEAR's primal)
 PRIMAL_MAX_FOLDS = 10
 PROBE_STEPS_MAX_FOLDS = 5  # (see primal_probe_pays_off)

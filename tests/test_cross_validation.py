@@ -1505,6 +1505,26 @@ def _linear_svc_scores_by_nnls(X, y, C, cv):
                      for train, test in cv.split(X, y)])
 
 
+@pytest.mark.parametrize("seed", [1, 3, 4])
+def test_dual_folds_start_at_the_tolerance_the_probes_open_signs_ask_for(monkeypatch, seed):
+    """Where the first fold's run of LIBLINEAR's dual at scikit-learn's tolerance (the probe) leaves
+    its held-out signs open, the folds' runs start at a tenth of the tolerance that would bring its
+    radius to half what those signs need (``FOLD_NEED_SHARE``, ``glru.solver.dual_eps_factor``), not
+    at the solver's own 1e-7: LinearSVC(C=1) on sparse 500 × 1000 (19 %), 5-fold, each fold decided
+    by one run looser than 1e-7, the scores the exact refits'."""
+    tolerances, train = [], glru_solver._liblinear_train
+    monkeypatch.setattr(glru_solver, "_liblinear_train", lambda ll_problem, options, init=None:
+                        tolerances.append(float(options.split("-e ")[1])) or train(ll_problem, options, init))
+    rng = np.random.default_rng(seed)
+    X = sp.random(500, 1000, density=0.19, random_state=rng, data_rvs=rng.random, format="csr")
+    y = (X @ rng.standard_normal(1000) + 0.5 * rng.standard_normal(500) > 0).astype(int)
+    estimator, cv = LinearSVC(C=1.0), StratifiedKFold(5)
+    scores = cross_val_score(estimator, X, y, cv=cv)
+    assert tolerances[0] == glru_cv.DUAL_PROBE_EPS and len(tolerances) == 6 and len(set(tolerances[1:])) == 1
+    assert glru_solver._DUAL_EPS_SIGNS < tolerances[1] < glru_cv.DUAL_PROBE_EPS * glru_cv.FOLD_NEED_SHARE
+    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
+
+
 def test_folds_whose_probe_crawled_in_the_dual_take_semismooth_newton(monkeypatch):
     """make_classification 500 × 700, LinearSVC(C=100), 5-fold: the first fold's one run of
     LIBLINEAR's dual (_Engine._probe, no full fit for cross_val_score) crawls
