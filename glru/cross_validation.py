@@ -417,7 +417,8 @@ class _Engine:
         full fit's one run told, and is often the fold's solution. The folds go to semismooth Newton, from
         its point, where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are
         estimated to cost less there (:func:`pivots_pay_off`); their runs start at ``DUAL_PROBE_EPS`` where
-        it decided the signs."""
+        it decided the signs, else at ``FOLD_NEED_SHARE`` of the tolerance aimed at the radius its open
+        signs need (:func:`glru.solver.dual_eps_factor`)."""
         if self.fold_method == "liblinear":
             point = self._solve([k], self.work_X, [(np.zeros(self.work_X.shape[1]), 0.0)], with_bounds=True)[0]
             return point, point[:2], None
@@ -1035,11 +1036,11 @@ class _Engine:
         the KKT condition, is ‖g‖²/(2a) without an intercept (the Fenchel–Young equality), so the
         ball's radius is ‖g‖/a (more with one, where α is projected to sum to 0); else
         ``ratio[k]`` times the step (its radius per unit step, seen last). A step's ratio to the
-        gradient follows the fold's curvature, not its gap: measured at the full fit, steps predicted radii of 3e-4
-        and more on LinearSVC(C=75), sparse Gaussian 20000 × 500, 5-fold, where the gradients
-        predicted 1e-5, and half the radius on sparse 727 × 536 (16.9 %) at C = 0.056, 5-fold,
-        where the gradients predicted it within 10 %. With the floor measured again
-        (:meth:`_chord`), 6000 × 400 at C = 75 went 0.091 → 0.079 s and 20000 × 500 0.164 →
+        gradient follows the fold's curvature, not its gap: measured at the full fit, steps
+        predicted radii of 3e-4 and more on LinearSVC(C=75), sparse Gaussian 20000 × 500, 5-fold,
+        where the gradients predicted 1e-5, and half the radius on sparse 727 × 536 (16.9 %) at
+        C = 0.056, 5-fold, where the gradients predicted it within 10 %. With the floor measured
+        again (:meth:`_chord`), 6000 × 400 at C = 75 went 0.091 → 0.079 s and 20000 × 500 0.164 →
         0.156 s. Only a saving: a fold is certified where the prediction says it is promising."""
         if k in per_gradient and k in gradient_at:
             return per_gradient[k] * gradient_at[k]
