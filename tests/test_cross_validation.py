@@ -1858,7 +1858,7 @@ def test_k_fold_bounds_take_the_box_only_on_the_rows_the_ball_leaves_open(monkey
         calls.append(("box", X_eval.shape[0]) if box else ("ball", int(np.sum(~signs_decided(lower, upper)))))
         return lower, upper
     monkeypatch.setattr(glru.certificate.Certificate, "decision_bounds", recorded)
-    monkeypatch.setattr(glru_cv._Engine, "_promising", lambda self, k, values, radius: True)
+    monkeypatch.setattr(glru_cv._Engine, "_promising", lambda self, k, values, radius, bracket=True: True)
     estimator, cv = LogisticRegression(C=0.5), StratifiedKFold(5)
     for seed in (2, 4):
         rng = np.random.default_rng(seed)
