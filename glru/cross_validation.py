@@ -764,8 +764,8 @@ class _Engine:
         is the ball's certified radius; ``floor`` is the radius the gap's rounding allowance
         alone would give, below which no centre can certify. ``thorough`` computes the full
         bounds wherever the centre is not at rounding level: for solutions that the solver
-        stopped because these bounds (not the ball alone) decided their signs. Each fold's
-        intercept width (:meth:`_spread_per_radius`) is measured again at its centre."""
+        stopped because these bounds (not the ball alone) decided their signs. Each fold they
+        leave open has its intercept width (:meth:`_spread_per_radius`) measured again there."""
         indices = list(indices)
         to_X = self.span.coef if self.span is not None and not on_X else None
         checked = self.checker.certificates([self.folds[k] for k in indices],
@@ -773,10 +773,6 @@ class _Engine:
                                             [c for c, _ in centres], [b for _, b in centres], to_X=to_X)
         out = []
         for k, (cert, ev, values) in zip(indices, checked):
-            if self.fit_intercept:
-                T = self.folds[k].train
-                self.intercept_widths[k] = first_order_width(self.loss, self.y[T], ev.margins,
-                                                             self.checker.deviation_norms[T])
             promising = self._promising(k, values, cert.radius, bracket=False)
             rounded = ev.converged(TOL_ROUNDING)
             if final or promising:
@@ -787,6 +783,10 @@ class _Engine:
             else:
                 infinite = np.full(values.shape, np.inf)
                 outcome = HeldOutOutcome(-infinite, infinite, values, None, cert.intercept_centre, solved=False)
+            if self.fit_intercept and self._open(outcome):  # (only a fold left open is predicted again)
+                T = self.folds[k].train
+                self.intercept_widths[k] = first_order_width(self.loss, self.y[T], ev.margins,
+                                                             self.checker.deviation_norms[T])
             out.append((outcome, cert.radius, primal_radius(ev.floor, cert.penalty.strong_convexity)))
         return out
 
