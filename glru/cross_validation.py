@@ -1393,7 +1393,14 @@ def _centres_advantage(n, dim):
     """How many times cheaper than the Newton–CG steps the centres' estimate must be: it leaves
     out the refreshed factorizations and the folds a chord leaves to a solve, which abound where
     a fold's Hessian moves far from the full fit's, with few rows per coordinate (dense
-    2000 × 500: the centres took 1.15 s where 0.13 s were estimated, and 0.28 s without them)."""
+    2000 × 500: the centres took 1.15 s where 0.13 s were estimated, and 0.28 s without them).
+    Trusted twice as much from ``CHORD_ROWS_PER_DIM`` rows a coordinate on: 40 rows (binary and
+    Gaussian 20000 × 500, 1.9 and 2.6 estimated: 2.98 and 1.59 times faster with them; drawn sparse
+    4616 × 114, 2.6: 1.28 times), not 18–26 (drawn sparse 6303 × 340 and 9708 × 379, LogisticRegression
+    C = 0.017 and LinearSVC C = 24.5, 1.7 and 2.6: 1.71 and 1.64 times as long with them). Of the 120
+    K-fold configurations drawn from seeds 1212, 2323, 3303, 6161 and 9909, those with 8–32 rows a
+    coordinate that keep them were 1.16–1.78 times faster with them, estimated at 5.5 or more, but for
+    sparse 7306 × 302 (3.2: 1.45 times as long); docs/benchmarks.md, forty-third session."""
     return CENTRES_ADVANTAGE if n < CHORD_ROWS_PER_DIM * dim else CENTRES_ADVANTAGE / 2
 
 
@@ -1499,7 +1506,7 @@ SEMISMOOTH_STEPS = 25
 DUAL_SECONDS_PER_VALUE = 7e-7
 DUAL_SECONDS_PER_SPARSE_VALUE_ROW = 1.3e-10  # (see _dual_seconds)
 CENTRES_ADVANTAGE = 3.0
-CHORD_ROWS_PER_DIM = 8  # from here on, the centres' estimate is trusted twice as much
+CHORD_ROWS_PER_DIM = 32  # from here on, the centres' estimate is trusted twice as much
 
 
 _STALE = object()  # stands for a fold's FoldCurvature until it is built
