@@ -1399,7 +1399,7 @@ def _centres_advantage(n, dim):
     4616 × 114, 2.6: 1.28 times), not 18–26 (drawn sparse 6303 × 340 and 9708 × 379, LogisticRegression
     C = 0.017 and LinearSVC C = 24.5, 1.7 and 2.6: 1.71 and 1.64 times as long with them). Of the 120
     K-fold configurations drawn from seeds 1212, 2323, 3303, 6161 and 9909, those with 8–32 rows a
-    coordinate that keep them were 1.16–1.78 times faster with them, estimated at 5.5 or more, but for
+    coordinate that keep them were 1.13–1.85 times faster with them, estimated at 5.5 or more, but for
     sparse 7306 × 302 (3.2: 1.45 times as long); docs/benchmarks.md, forty-third session."""
     return CENTRES_ADVANTAGE if n < CHORD_ROWS_PER_DIM * dim else CENTRES_ADVANTAGE / 2
 
