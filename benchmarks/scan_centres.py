@@ -20,7 +20,6 @@ from sklearn.pipeline import Pipeline
 
 import glru.cross_validation as engine
 from bench_cross_validation import random_configurations
-from glru.costs import gram_seconds
 from sklearn_ext import GLRUCrossValidator
 from sklearn_ext._adapters import linear_model
 
@@ -64,14 +63,13 @@ def main():
             without = _timed(estimator, X, y, cv, args.repeats)
             model = linear_model(estimator)
             design = model.design(X)
-            dim = design.shape[1] + model.fit_intercept
             dropped = [test for _, test in cv.split(X, y)]
-            estimate = engine._newton_cg_seconds(design, dropped) / engine._centres_seconds(
-                gram_seconds(design), dim, dropped)
+            estimate = engine._centres_estimate(design, model.fit_intercept, dropped)
+            rows_per_dim = design.shape[0] / (design.shape[1] + model.fit_intercept)
             gain = without / with_centres
             wrong = abs(gain - 1) > 0.05 and (gain > 1) != state["decided"]
             print(f"{seed}:{k} {name} {folds}-fold {type(estimator).__name__}(C={estimator.C:.3g}) "
-                  f"rows/dim {design.shape[0] / dim:.1f} estimate {estimate:.2f} centres {state['decided']} "
+                  f"rows/dim {rows_per_dim:.1f} estimate {estimate:.2f} centres {state['decided']} "
                   f"with {1e3 * with_centres:.1f} ms without {1e3 * without:.1f} ms gain {gain:.2f}"
                   + (" WRONG" if wrong else ""), flush=True)
 

@@ -1384,9 +1384,14 @@ def _centres_pay_off(X, fit_intercept, dropped):
     mushrooms 0.16 / 0.63 s, 4.7; a9a.t 0.14 / 2.9 s, 6.5; w8a 0.83 / 3.8 s, 7.7; binary
     20000 × 500 (5 %) 0.90 / 2.68 s, 1.9 (LinearSVC 0.97 / 1.89 s); Gaussian 20000 × 500 (5 %)
     0.61 / 0.97 s, 2.6. Leave-one-out always keeps them (n folds to iterate)."""
+    return _centres_estimate(X, fit_intercept, dropped) >= _centres_advantage(X.shape[0], X.shape[1] + fit_intercept)
+
+
+def _centres_estimate(X, fit_intercept, dropped):
+    """The ratio of the two estimates :func:`_centres_pay_off` weighs: every fold's Newton–CG steps
+    (:func:`_newton_cg_seconds`) over the Newton centres' linear algebra (:func:`_centres_seconds`)."""
     dim = X.shape[1] + fit_intercept
-    centres = _centres_seconds(gram_seconds(X), dim, dropped)
-    return _centres_advantage(X.shape[0], dim) * centres <= _newton_cg_seconds(X, dropped)
+    return _newton_cg_seconds(X, dropped) / _centres_seconds(gram_seconds(X), dim, dropped)
 
 
 def _centres_advantage(n, dim):

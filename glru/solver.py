@@ -679,8 +679,9 @@ def _solve_liblinear_dual(problem, coef, tol, max_iter, stop_when, open_start=No
         if cheap or primal or crawls:
             break
         gap = monitor.best_point()[2].gap
-        # one run aimed at the radius the open signs need; after one that fell short, the usual cut (no
-        # run of many small cuts where the radius stopped falling with the tolerance)
+        # a run aimed at the radius the open signs need; after one that fell short, the usual cut, then aimed
+        # again from the radius it reached (no run of many small cuts where the radius stopped falling with
+        # the tolerance)
         factor = None if targeted else dual_eps_factor(problem, stop_when, monitor.best_point()[2])
         targeted = factor is not None
         eps *= factor or _DUAL_EPS_FACTOR
