@@ -1699,6 +1699,62 @@ def test_folds_without_centres_take_their_newton_cg_steps_in_one_block(monkeypat
     np.testing.assert_array_equal(scores, exact_scores(LogisticRegression(C=3.0), X, y, cv))
 
 
+@pytest.mark.parametrize("estimator, sparse", [
+    (LogisticRegression(C=30.0), False), (LogisticRegression(C=30.0), True),
+    (LogisticRegression(C=30.0, fit_intercept=False), False), (LogisticRegression(C=30.0, fit_intercept=False), True),
+    (LinearSVC(C=3.0), False)], ids=repr)
+def test_folds_without_centres_precondition_their_newton_cg_steps_by_the_full_fit(monkeypatch, estimator, sparse):
+    """Folds with no Newton centres take their Newton–CG steps from the full fit with its Hessian,
+    factored once, as their conjugate gradients' preconditioner where that pays off (forced here,
+    and forced off: glru.fold_steps.full_fit_preconditioner): columns scaled over two decades, a
+    weak penalty (which does not hold the folds' curvature), and the steps take fewer iterations
+    preconditioned. The scores are the exact
+    refits', and the bounds hold their decision values. (LinearSVC's sparse folds here are
+    LIBLINEAR's: no such steps.)"""
+    from glru import fold_steps
+
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    X, y = random_problem(21, 600, 40, "logistic", sparse=sparse)
+    X = sp.csr_matrix(X.multiply(np.logspace(-1, 1, 40))) if sparse else X * np.logspace(-1, 1, 40)
+    y, cv = labels01(y), StratifiedKFold(5, shuffle=True, random_state=2)
+    taken, newton_steps = [], fold_steps.FoldBlock.newton_steps
+
+    def spy(self, G, forcing):
+        out = newton_steps(self, G, forcing)
+        taken.append((self.preconditioner is not None, int(self.cg_iterations.sum())))
+        return out
+    monkeypatch.setattr(fold_steps.FoldBlock, "newton_steps", spy)
+    iterations = {}
+    for pays in (False, True):
+        monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: pays)
+        taken.clear()
+        validator = GLRUCrossValidator(estimator, cv=cv).fit(X, y)
+        assert taken and {preconditioned for preconditioned, _ in taken} == {pays}
+        iterations[pays] = sum(count for _, count in taken)
+        np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+        values = np.concatenate([exact_fold_estimator(estimator, X, y, train).decision_function(X[test])
+                                 for train, test in cv.split(X, y)])
+        lower, upper = validator.decision_bounds_.T
+        assert np.all((lower - 1e-9 <= values) & (values <= upper + 1e-9))
+    assert iterations[True] < iterations[False] / 2, iterations
+
+
+def test_folds_whose_penalty_holds_their_curvature_take_plain_newton_cg_steps(monkeypatch):
+    """Where every fold's penalty holds its curvature (_Engine._penalty_holds_curvature: a strong
+    penalty), the folds' Newton–CG steps are not preconditioned, even where the preconditioner
+    would pay off by its cost alone (forced here); the scores are the exact refits'."""
+    from glru import fold_steps
+
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: True)
+    X, y = random_problem(21, 600, 40, "logistic", sparse=True)
+    y, cv, estimator = labels01(y), StratifiedKFold(5, shuffle=True, random_state=2), LogisticRegression(C=0.01)
+    taken, init = [], fold_steps.FoldBlock.__init__
+    monkeypatch.setattr(fold_steps.FoldBlock, "__init__", lambda self, *args: taken.append(args[-1]) or init(self, *args))
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+    assert taken and all(preconditioner is None for preconditioner in taken)
+
+
 def test_a_floor_seen_far_from_a_fold_optimum_is_measured_again(monkeypatch):
     """The rounding floor of a fold's certified radius, below which no point certifies, depends on
     the point. Here the floors measured at the full fit are made a million times too large (above

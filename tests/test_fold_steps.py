@@ -1,5 +1,7 @@
 """Damped Newton–CG steps of many folds at once (glru.fold_steps) against dense references."""
 
+from unittest import mock
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -8,8 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from glru import fold_steps
-from glru.fold_steps import (FoldBlock, FoldPreconditioner, ScaledFoldBlock, fold_preconditioner, scaled_fold_starts,
-                             single_precision)
+from glru.fold_steps import (FoldBlock, FoldPreconditioner, ScaledFoldBlock, fold_preconditioner,
+                             full_fit_preconditioner, scaled_fold_starts, single_precision)
 from glru.newton_centres import weighted_gram
 from glru.losses import get_loss
 from glru.penalties import L2
@@ -318,6 +320,31 @@ def test_fold_preconditioner_refuses_what_it_cannot_express(monkeypatch):
     assert fold_preconditioner(X, y, loss, True, np.zeros(4), 0.0, 1.0, zero, shifts, old) is None
     monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: False)
     assert fold_preconditioner(X, y, loss, True, np.zeros(4), 0.0, 1.0, scales, shifts, old) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(6, 40), d=st.integers(1, 12),
+       loss=st.sampled_from(["logistic", "squared_hinge"]), fit_intercept=st.booleans(), sparse=st.booleans())
+def test_full_fit_preconditioner_inverts_the_full_hessian(seed, n, d, loss, fit_intercept, sparse):
+    """The engine's folds of X as it is (no scaling): every fold's preconditioner is the full
+    data's sum-form Hessian at the full fit, X̃ᵀDX̃ + aP, inverted (its Gram matrix in float32 for
+    dense rows: to a float32 rounding times its condition); None where it does not pay off."""
+    X, y = random_problem(seed, n, d, loss, sparse=sparse)
+    rng = np.random.default_rng(seed + 5)
+    z = 0.3 * rng.standard_normal(d + fit_intercept)
+    coef, intercept = (z[:-1], float(z[-1])) if fit_intercept else (z, 0.0)
+    strength = float(rng.uniform(0.1, 2.0))
+    with mock.patch.object(fold_steps, "preconditioning_pays_off", lambda *args: False):
+        assert full_fit_preconditioner(X, y, get_loss(loss), fit_intercept, coef, intercept, strength, 3) is None
+    with mock.patch.object(fold_steps, "preconditioning_pays_off", lambda *args: True):
+        preconditioner = full_fit_preconditioner(X, y, get_loss(loss), fit_intercept, coef, intercept, strength, 3)
+    H = _dense_hessian(X, y, loss, fit_intercept, z, np.arange(n), strength)
+    eigenvalues = np.linalg.eigvalsh(H)
+    assume(eigenvalues.min() > 1e-6 * eigenvalues.max())  # (no curvature for the intercept: singular)
+    V = rng.standard_normal((d + fit_intercept, 2))
+    got = preconditioner.of([0, 2]).solve(H @ V, np.ones(2, dtype=bool))
+    rounding = np.finfo(np.float32 if not sparse else float).eps * n
+    np.testing.assert_allclose(got, V, rtol=0, atol=rounding * np.linalg.cond(H) * (1 + np.abs(V).max()))
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
