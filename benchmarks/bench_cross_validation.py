@@ -211,6 +211,27 @@ def random_configurations(seed, count):
         yield name, X, y, estimator, int(rng.choice([5, 10]))
 
 
+def drawn_folds(seeds, count):
+    """(label "seed:index", name, X, y, estimator, StratifiedKFold) of the configurations that
+    :func:`random_configurations` draws from each of ``seeds`` (``count`` each) without a Pipeline
+    and with every class in every fold: the engine's own, for scans of one of its decisions
+    (benchmarks/scan_centres.py, scan_preconditioner.py)."""
+    for seed in seeds:
+        for k, (name, X, y, estimator, folds) in enumerate(random_configurations(seed, count)):
+            if not isinstance(estimator, Pipeline) and np.bincount(y).min() >= folds:
+                yield f"{seed}:{k}", name, X, y, estimator, StratifiedKFold(folds)
+
+
+def scan_arguments(description, seeds, repeats):
+    """The command line of those scans: ``--seeds``, ``--count``, ``--repeats``, ``--max-seconds``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", type=int, nargs="+", default=seeds)
+    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--max-seconds", type=float, default=3.0, help="skip configurations slower than this")
+    return parser.parse_args()
+
+
 def seeded_shape(rng, kind, n, d, density, offset, block):
     """(name, X, y) drawn from ``rng``: X sparse with Gaussian values ("Gaussian"), binary with
     Zipf-like column frequencies ("binary", drawn ``block`` columns at a time: n × d floats at once

@@ -10,16 +10,13 @@ centres' side is more than 5 % off. Used for the forty-third session's ``CHORD_R
 
     PYTHONPATH=. python benchmarks/scan_centres.py --seeds 1212 2323 3303 6161 9909
 """
-import argparse
 import time
 import warnings
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import Pipeline
 
 import glru.cross_validation as engine
-from bench_cross_validation import random_configurations
+from bench_cross_validation import drawn_folds, scan_arguments
 from sklearn_ext import GLRUCrossValidator
 from sklearn_ext._adapters import linear_model
 
@@ -34,12 +31,7 @@ def _timed(estimator, X, y, cv, repeats):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1212, 2323, 3303, 6161, 9909])
-    parser.add_argument("--count", type=int, default=40)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--max-seconds", type=float, default=3.0, help="skip configurations slower than this")
-    args = parser.parse_args()
+    args = scan_arguments(__doc__.split("\n")[0], [1212, 2323, 3303, 6161, 9909], 5)
     warnings.filterwarnings("ignore")
     decide = engine._centres_pay_off
     state = {}
@@ -49,29 +41,25 @@ def main():
         return state["decided"] if state.get("forced") is None else state["forced"]
 
     engine._centres_pay_off = spied
-    for seed in args.seeds:
-        for k, (name, X, y, estimator, folds) in enumerate(random_configurations(seed, args.count)):
-            if isinstance(estimator, Pipeline) or np.bincount(y).min() < folds:
-                continue
-            cv = StratifiedKFold(folds)
-            state.clear()
-            if _timed(estimator, X, y, cv, 1) > args.max_seconds or "decided" not in state:
-                continue
-            state["forced"] = True
-            with_centres = _timed(estimator, X, y, cv, args.repeats)
-            state["forced"] = False
-            without = _timed(estimator, X, y, cv, args.repeats)
-            model = linear_model(estimator)
-            design = model.design(X)
-            dropped = [test for _, test in cv.split(X, y)]
-            estimate = engine._centres_estimate(design, model.fit_intercept, dropped)
-            rows_per_dim = design.shape[0] / (design.shape[1] + model.fit_intercept)
-            gain = without / with_centres
-            wrong = abs(gain - 1) > 0.05 and (gain > 1) != state["decided"]
-            print(f"{seed}:{k} {name} {folds}-fold {type(estimator).__name__}(C={estimator.C:.3g}) "
-                  f"rows/dim {rows_per_dim:.1f} estimate {estimate:.2f} centres {state['decided']} "
-                  f"with {1e3 * with_centres:.1f} ms without {1e3 * without:.1f} ms gain {gain:.2f}"
-                  + (" WRONG" if wrong else ""), flush=True)
+    for label, name, X, y, estimator, cv in drawn_folds(args.seeds, args.count):
+        state.clear()
+        if _timed(estimator, X, y, cv, 1) > args.max_seconds or "decided" not in state:
+            continue
+        state["forced"] = True
+        with_centres = _timed(estimator, X, y, cv, args.repeats)
+        state["forced"] = False
+        without = _timed(estimator, X, y, cv, args.repeats)
+        model = linear_model(estimator)
+        design = model.design(X)
+        dropped = [test for _, test in cv.split(X, y)]
+        estimate = engine._centres_estimate(design, model.fit_intercept, dropped)
+        rows_per_dim = design.shape[0] / (design.shape[1] + model.fit_intercept)
+        gain = without / with_centres
+        wrong = abs(gain - 1) > 0.05 and (gain > 1) != state["decided"]
+        print(f"{label} {name} {cv.get_n_splits()}-fold {type(estimator).__name__}(C={estimator.C:.3g}) "
+              f"rows/dim {rows_per_dim:.1f} estimate {estimate:.2f} centres {state['decided']} "
+              f"with {1e3 * with_centres:.1f} ms without {1e3 * without:.1f} ms gain {gain:.2f}"
+              + (" WRONG" if wrong else ""), flush=True)
 
 
 if __name__ == "__main__":
