@@ -308,18 +308,23 @@ class FoldPreconditioner:
     K = Z̃ᵀDZ̃ + aP differs from the bracket only by the fold's rows and curvatures (a tenth of
     them on 10-fold) and ρ_j ≈ 1, so M_j = R_j K R_jᵀ, applied as M_j⁻¹ = R_j⁻ᵀK⁻¹R_j⁻¹, leaves
     CG little to do. Without an intercept R_j = diag ρ_j (the folds' shifts must be 0 then).
+    Folds of the full data's rows as they are (R_j = I: the engine's, :func:`full_fit_preconditioner`)
+    have M_j = K.
 
     Parameters
     ----------
     factor : :func:`scipy.linalg.cho_factor` of K, (d̃, d̃).
-    ratios, offsets : (d, m) arrays, ρ_j and t_j of the m folds as columns.
+    ratios, offsets : (d, m) arrays, ρ_j and t_j of the m folds as columns; None for folds as they are
+        (no d × m arrays of ones and zeros: leave-one-out's m is n).
     """
 
-    def __init__(self, factor, ratios, offsets):
+    def __init__(self, factor, ratios=None, offsets=None):
         self.factor, self.ratios, self.offsets = factor, ratios, offsets
 
     def of(self, folds):
         """The preconditioner of the folds ``folds`` (indices or a mask) only."""
+        if self.ratios is None:
+            return self
         return FoldPreconditioner(self.factor, self.ratios[:, folds], self.offsets[:, folds])
 
     def of_fold(self, j):
@@ -329,6 +334,8 @@ class FoldPreconditioner:
 
     def solve(self, R, columns):
         """M_j⁻¹r_j for the columns r_j of R, those of the folds ``columns`` (a mask)."""
+        if self.ratios is None:
+            return scipy.linalg.cho_solve(self.factor, R, check_finite=False)
         ratios, offsets = self.ratios[:, columns], self.offsets[:, columns]
         d = ratios.shape[0]
         V = R.copy()
@@ -369,7 +376,7 @@ def fold_preconditioner(X, y, loss, fit_intercept, coef, intercept, strength, sc
 
 def full_fit_preconditioner(X, y, loss, fit_intercept, coef, intercept, strength, n_folds, single=None):
     """The :class:`FoldPreconditioner` of ``n_folds`` folds of X as it is (rows left out, none
-    scaled: ρ_j = 1, t_j = 0), from the Hessian at the full fit (coef, intercept): the Newton–CG
+    scaled: R_j = I), from the Hessian at the full fit (coef, intercept): the Newton–CG
     steps of the engine's folds that keep no factorization (no Newton centres,
     :meth:`glru.cross_validation._Engine._newton_cg_steps`). None where it does not pay off
     (:func:`preconditioning_pays_off`) or the Hessian is singular. Dense rows are taken in float32
@@ -384,8 +391,7 @@ def full_fit_preconditioner(X, y, loss, fit_intercept, coef, intercept, strength
     else:
         rows, point = single[0] if single is not None else X.astype(np.float32), coef.astype(np.float32)
     factor = _hessian_factor(rows, y, loss, fit_intercept, point, intercept, strength)
-    d = X.shape[1]
-    return None if factor is None else FoldPreconditioner(factor, np.ones((d, n_folds)), np.zeros((d, n_folds)))
+    return None if factor is None else FoldPreconditioner(factor)
 
 
 def _hessian_factor(rows, y, loss, fit_intercept, coef, intercept, strength):

@@ -1739,6 +1739,28 @@ def test_folds_without_centres_precondition_their_newton_cg_steps_by_the_full_fi
     assert iterations[True] < iterations[False] / 2, iterations
 
 
+def test_leave_one_out_folds_share_one_full_fit_preconditioner(monkeypatch):
+    """Leave-one-out folds taking Newton–CG steps together (no Newton centres) share the full
+    fit's factored Hessian as it is, with no per-fold arrays (d × n for n folds); the scores are
+    the exact refits'."""
+    from glru import fold_steps
+
+    monkeypatch.setattr(glru_cv, "_centres_pay_off", lambda *args: False)
+    monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: True)
+    X, y = random_problem(21, 150, 12, "logistic", sparse=False)
+    X, y, estimator = X * np.logspace(-1, 1, 12), labels01(y), LogisticRegression(C=30.0)
+    taken, newton_steps = [], fold_steps.FoldBlock.newton_steps
+
+    def spy(self, G, forcing):
+        taken.append((self.preconditioner, G.shape[1]))
+        return newton_steps(self, G, forcing)
+    monkeypatch.setattr(fold_steps.FoldBlock, "newton_steps", spy)
+    scores = cross_val_score(estimator, X, y, cv=LeaveOneOut())
+    assert taken and max(width for _, width in taken) > 1
+    assert all(p is not None and p.ratios is None and p.offsets is None for p, _ in taken)
+    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, LeaveOneOut()))
+
+
 def test_folds_whose_penalty_holds_their_curvature_take_plain_newton_cg_steps(monkeypatch):
     """Where every fold's penalty holds its curvature (_Engine._penalty_holds_curvature: a strong
     penalty), the folds' Newton–CG steps are not preconditioned, even where the preconditioner
