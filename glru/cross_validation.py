@@ -1177,18 +1177,11 @@ class _Engine:
         (:func:`glru.fold_steps.full_fit_preconditioner`) and some fold's penalty does not hold its
         curvature (:meth:`_penalty_holds_curvature`: where they all do, its conjugate gradients are
         cheap, and the Gram matrix took more time than it saved on 3 of 3 drawn configurations);
-        for a piecewise quadratic loss, where the full fit also curves at d̃ rows at least (fewer,
-        near a hard margin, and the folds' Hessians, other rows on their margins, differ from it in
-        the directions it lacks: LinearSVC(C=0.38) on dense 3227 × 930, 5-fold, curved at 824 rows,
-        took 100 preconditioned iterations a step as it did without, 3.4 → 4.5 s); else None.
-        Not with Newton centres: there these steps are taken by the folds whose Hessians moved far
-        from the full fit's (see :meth:`glru.fold_steps.FoldBlock.newton_steps`)."""
+        else None. Not with Newton centres: there these steps are taken by the folds whose Hessians
+        moved far from the full fit's (see :meth:`glru.fold_steps.FoldBlock.newton_steps`)."""
         if self.newton or all(self._penalty_holds_curvature(k) for k in range(len(self.folds))):
             return None
         coef, intercept = self.hub
-        if not np.isfinite(self.loss.self_concordance) and \
-                _curved_count(self.checker.full, coef, intercept) < self.X.shape[1] + self.fit_intercept:
-            return None
         n = self.X.shape[0]
         return full_fit_preconditioner(self.X, self.y, self.loss, self.fit_intercept, coef, intercept,
                                        n * self.penalty_for(n).lam, len(self.folds), self.rough)

@@ -1708,8 +1708,7 @@ def test_folds_without_centres_precondition_their_newton_cg_steps_by_the_full_fi
     factored once, as their conjugate gradients' preconditioner where that pays off (forced here,
     and forced off: glru.fold_steps.full_fit_preconditioner): columns scaled over two decades, a
     weak penalty (which does not hold the folds' curvature), and the steps take fewer iterations
-    preconditioned. The scores are the exact
-    refits', and the bounds hold their decision values. (LinearSVC's sparse folds here are
+    preconditioned. The scores are the exact refits', and the bounds hold their decision values. (LinearSVC's sparse folds here are
     LIBLINEAR's: no such steps.)"""
     from glru import fold_steps
 

@@ -338,6 +338,11 @@ def test_full_fit_preconditioner_inverts_the_full_hessian(seed, n, d, loss, fit_
         assert full_fit_preconditioner(X, y, get_loss(loss), fit_intercept, coef, intercept, strength, 3) is None
     with mock.patch.object(fold_steps, "preconditioning_pays_off", lambda *args: True):
         preconditioner = full_fit_preconditioner(X, y, get_loss(loss), fit_intercept, coef, intercept, strength, 3)
+    dense = X.toarray() if sp.issparse(X) else X
+    curved = np.count_nonzero(get_loss(loss).second_derivative(y, dense @ coef + intercept))
+    if loss == "squared_hinge" and curved < d + fit_intercept:  # (near a hard margin: none)
+        assert preconditioner is None
+        return
     H = _dense_hessian(X, y, loss, fit_intercept, z, np.arange(n), strength)
     eigenvalues = np.linalg.eigvalsh(H)
     assume(eigenvalues.min() > 1e-6 * eigenvalues.max())  # (no curvature for the intercept: singular)
@@ -345,6 +350,21 @@ def test_full_fit_preconditioner_inverts_the_full_hessian(seed, n, d, loss, fit_
     got = preconditioner.of([0, 2]).solve(H @ V, np.ones(2, dtype=bool))
     rounding = np.finfo(np.float32 if not sparse else float).eps * n
     np.testing.assert_allclose(got, V, rtol=0, atol=rounding * np.linalg.cond(H) * (1 + np.abs(V).max()))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_full_fit_preconditioner_refuses_a_squared_hinge_curved_at_fewer_rows_than_coordinates(monkeypatch, sparse):
+    """Near a hard margin (the squared hinge curved at fewer than d̃ rows at the full fit) there is
+    no preconditioner; curved at d̃ rows, and for the logistic loss at the same point, there is."""
+    monkeypatch.setattr(fold_steps, "preconditioning_pays_off", lambda *args: True)
+    X, y = random_problem(4, 60, 10, "squared_hinge", sparse=False)
+    coef = np.eye(10)[0]  # margins y_i·x_i0: 0 (curved) on the first rows, 2 (flat) on the others
+    for curved in (10, 11):  # d̃ = 11 with the intercept
+        X[:, 0] = np.where(np.arange(60) < curved, 0.0, 2.0 * y)
+        rows = sp.csr_matrix(X) if sparse else X
+        formed = full_fit_preconditioner(rows, y, get_loss("squared_hinge"), True, coef, 0.0, 1.0, 5)
+        assert (formed is not None) == (curved >= 11)
+        assert full_fit_preconditioner(rows, y, get_loss("logistic"), True, coef, 0.0, 1.0, 5) is not None
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
