@@ -414,7 +414,8 @@ def _hessian_factor(rows, curvatures, fit_intercept, strength):
     d = rows.shape[1]
     K[np.arange(d), np.arange(d)] += strength
     try:
-        return scipy.linalg.cho_factor(K, check_finite=False)
+        # in place (K is this call's own), on Kᵀ = K, which is Fortran-ordered: no d̃ × d̃ copy
+        return scipy.linalg.cho_factor(K.T, overwrite_a=True, check_finite=False)
     except np.linalg.LinAlgError:
         return None
 

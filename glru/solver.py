@@ -531,9 +531,13 @@ def _liblinear_problem(problem):
             X = X.sorted_indices()
         ll_problem.rowptr = X.indptr.astype(np.int64) + 2 * np.arange(n + 1)
         x_space = np.empty(X.nnz + 2 * n, dtype=ll.feature_node)
-        x_space["index"] = -1
-        stored = np.arange(X.nnz) + 2 * np.repeat(np.arange(n), np.diff(X.indptr))
-        x_space["index"][stored], x_space["value"][stored] = X.indices + 1, X.data
+        # a mask of the stored values' nodes (a byte a node; positions as int64 took 16 bytes a value)
+        stored = np.ones(x_space.size, dtype=bool)
+        stored[ll_problem.rowptr[1:] - 1] = stored[ll_problem.rowptr[1:] - 2] = False
+        index = x_space["index"]
+        index[stored], x_space["value"][stored] = X.indices, X.data
+        np.add(index, 1, out=index, where=stored)
+        index[~stored] = -1
     else:
         ll_problem.rowptr = np.arange(n + 1, dtype=np.int64) * (d + 2)
         nodes = np.empty((n, d + 2), dtype=ll.feature_node)
