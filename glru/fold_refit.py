@@ -25,8 +25,8 @@ import scipy.sparse as sp
 from .bounds import primal_radius, signs_decided
 from .chord import chord_applies, chord_outcome
 from .costs import SPARSE_PRODUCT_SECONDS, dense_design_pays_off, factor_seconds, gram_seconds, product_seconds
-from .cross_validation import (ROUGH_PRIMAL_ROWS_PER_FEATURE, TOL_ROUNDING, dual_pays_off, pivots_pay_off,
-                               primal_applies, primal_pays_off_near_hard_margin)
+from .cross_validation import (TOL_ROUNDING, dual_pays_off, pivots_pay_off, primal_applies,
+                               primal_pays_off_near_hard_margin)
 from .held_out import HeldOutOutcome, certified_bounds, held_out_bounds, nonzero_counts, zero_unused_weights
 from .hessian import jacobi_condition
 from .losses import SquaredHinge
@@ -229,11 +229,23 @@ def liblinear_may_pay_off(problem):
 
 def start_by_liblinear(problem):
     """Whether a full fit that only starts the folds (to a rough gap) is LIBLINEAR's trust-region
-    Newton: where :func:`liblinear_may_pay_off`, with at most ``ROUGH_PRIMAL_ROWS_PER_FEATURE``
-    rows a feature, as the engine's rough full fit (:class:`glru.cross_validation._Engine`); its
-    folds may be LIBLINEAR's too (:func:`liblinear_pays_off`)."""
-    return liblinear_may_pay_off(problem) and problem.n <= ROUGH_PRIMAL_ROWS_PER_FEATURE * (
+    Newton: where :func:`liblinear_may_pay_off`, with at most ``START_PRIMAL_ROWS_PER_FEATURE``
+    rows a feature; its folds may be LIBLINEAR's too (:func:`liblinear_pays_off`). Otherwise it
+    is :func:`fold_method`'s, semismooth Newton's damped steps with the Hessian formed, whose
+    factorizations cost little with many rows a feature. The engine's rough full fit
+    (:class:`glru.cross_validation._Engine`) weighs LIBLINEAR against trust-region Newton–CG
+    instead, and stops at 16 rows a feature (``ROUGH_PRIMAL_ROWS_PER_FEATURE``). With that limit
+    here, StandardScaler(with_mean=False) + LinearSVC on the 10 drawn configurations of 16.6 to 82
+    rows a feature (``benchmarks/bench_cross_validation.py --random``, seeds 1212 to 9909) took 0.99–1.19
+    times as long as without (7272:35, 7593 × 327 at C = 81, 5-fold: 97 against 82 ms; 1212:39,
+    6086 × 306 at C = 71: 111 against 104 ms, its full fit 20 against 11 ms), and the four of 121 to
+    488 rows a feature 0.96–1.02 times (6161:5, 8779 × 17: 64 against 66 ms; docs/benchmarks.md,
+    forty-fifth session)."""
+    return liblinear_may_pay_off(problem) and problem.n <= START_PRIMAL_ROWS_PER_FEATURE * (
         problem.d + problem.fit_intercept)
+
+
+START_PRIMAL_ROWS_PER_FEATURE = 100
 
 
 # semismooth Newton's damped steps a fold (7–8 measured on sparse Gaussian 1755 × 359, 5 on 7088 × 219), LIBLINEAR's

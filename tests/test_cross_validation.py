@@ -340,6 +340,27 @@ def test_dual_folds_need_no_full_fit_for_scores(monkeypatch, refit):
         assert not full_fits and not zero_certified and validator.estimator_ is None
 
 
+@pytest.mark.parametrize("limit", [100, 50])
+def test_pipeline_full_fit_by_liblinear_up_to_its_rows_a_feature(monkeypatch, limit):
+    """StandardScaler(with_mean=False) + LinearSVC on sparse rows, 5-fold, for the scores alone: the
+    full fit that only starts the folds is LIBLINEAR's primal with at most
+    ``START_PRIMAL_ROWS_PER_FEATURE`` rows a feature (here 600 × 7: 75), semismooth Newton's
+    beyond; the scores are the exact refits' either way."""
+    import sklearn_ext.cross_validation as module
+
+    monkeypatch.setattr(glru_fold_refit, "START_PRIMAL_ROWS_PER_FEATURE", limit)
+    X, y = scaled_problem(5, 600, 6, True)
+    estimator = make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=3.0))
+    cv = StratifiedKFold(5, shuffle=True, random_state=1)
+    methods, solve = [], module.solve
+    monkeypatch.setattr(module, "solve", lambda problem, *args, **kwargs: methods.append(kwargs["method"]) or
+                        solve(problem, *args, **kwargs))
+    validator = GLRUCrossValidator(estimator, cv=cv)
+    validator._fit(X, y, refit=False)
+    assert methods == ["liblinear" if limit == 100 else "formed-newton"]
+    np.testing.assert_array_equal(validator.scores_, exact_scores(estimator, X, y, cv))
+
+
 @contextlib.contextmanager
 def _start_grams_used():
     """Every fold's first Hessian taken from the full data's Gram matrix (its cost gate off:
