@@ -264,7 +264,7 @@ def weighted_gram(X, weights, fit_intercept, rows=None, single=False):
     matrix that only preconditions) dense rows are multiplied in float32, by a syrk twice as fast,
     and rows go dense from nnz_i² > d²/DENSE_ROW_RATIO_SINGLE (binary 20000 × 500 (5 %), 45 of 500
     features a row: 0.20 s sparse, 0.12 s dense in float32). Besides the result, one d × d buffer
-    while it is formed."""
+    while it is formed (none for the rows kept sparse where there is no intercept)."""
     d = X.shape[1]
     gram = np.zeros((d + fit_intercept,) * 2)
     dense = True  # every row, for a dense X
