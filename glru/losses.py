@@ -23,7 +23,6 @@ feasible while rescaling it.
 """
 
 import numpy as np
-from scipy.special import expit, log_expit, xlogy
 
 from .duality import EPS, UNDERFLOW
 
@@ -40,6 +39,36 @@ __all__ = [
 
 def _outside_to_inf(values, inside):
     return np.where(inside, values, np.inf)
+
+
+def _sigmoids(z):
+    """(σ(z), σ(−z), log σ(z), log σ(−z)) from one exponential and one log1p: with e = e^{−|z|},
+    σ(|z|) = 1/(1 + e), σ(−|z|) = e/(1 + e), log σ(|z|) = −log1p(e) and log σ(−|z|) = −|z| −
+    log1p(e). These are SciPy's ``expit`` and ``log_expit`` formulas (a few ulps each), computed by
+    NumPy's vectorized exp and log1p (within an ulp of libm's) instead of value by value: a
+    logistic fold's Fenchel–Young terms took 0.6 of the time (5252 rows: 360 → 214 µs). σ(−|z|)
+    is 0 where ``expit``'s 1/(1 + e^{|z|}) is, beyond the largest float's logarithm: there
+    e/(1 + e) is a subnormal that has lost the relative accuracy the error bounds assume."""
+    e = np.exp(-np.abs(z))
+    r = 1.0 + e
+    big, small = 1.0 / r, e / r
+    small = np.where(np.abs(z) > _LOG_MAX, 0.0, small)
+    log_big = -np.log1p(e)
+    log_small = log_big - np.abs(z)
+    ahead = z >= 0
+    return (np.where(ahead, big, small), np.where(ahead, small, big),
+            np.where(ahead, log_big, log_small), np.where(ahead, log_small, log_big))
+
+
+_LOG_MAX = np.log(np.finfo(np.float64).max)
+
+
+def _xlogx(v):
+    """v·log v for v ≥ 0, 0 at 0 (SciPy's ``xlogy(v, v)``, by NumPy's vectorized log)."""
+    v = np.asarray(v, dtype=float)
+    out = np.zeros_like(v)
+    np.log(v, out=out, where=v > 0)
+    return out * v
 
 
 class Loss:
@@ -308,7 +337,7 @@ class Logistic(Loss):
 
     def conjugate(self, y, s):
         u = np.clip(y * s, -1.0, 0.0)
-        return _outside_to_inf(xlogy(1.0 + u, 1.0 + u) + xlogy(-u, -u), (y * s >= -1.0) & (y * s <= 0.0))
+        return _outside_to_inf(_xlogx(1.0 + u) + _xlogx(-u), (y * s >= -1.0) & (y * s <= 0.0))
 
     def conjugate_domain(self, y):
         y = np.asarray(y, dtype=float)
@@ -320,25 +349,26 @@ class Logistic(Loss):
         Two ways, the one with the smaller error bound kept per row:
 
         - near the natural dual point (|a − p| ≤ min(p, q)/2), a·log1p((a − p)/p) +
-          (1 − a)·log1p((p − a)/q) with p and q from ``expit`` (a few ulps each): their errors
+          (1 − a)·log1p((p − a)/q) with p and q from :func:`_sigmoids` (a few ulps each): their errors
           move the value by (a − p)(ε_q − ε_p) to first order and by (p̂ − p)²/(2pq) ≤ 8u²·p/q to
           second, so the bound is a few ulps of the two terms and of |a − p|·(1 + a/p + (1 − a)/q),
           plus 64u²·(1 + p/q) (at a = p̂ the computed value is 0, the exact one that second-order
           term);
-        - anywhere, a(log a − log p) + (1 − a)(log(1 − a) − log q) from ``log_expit``: a few ulps
-          of each logarithm, which is what remains where q is tiny (a misclassified row far from
-          the boundary: there p/q overflows).
+        - anywhere, a(log a − log p) + (1 − a)(log(1 − a) − log q), the logarithms from
+          :func:`_sigmoids` too: a few ulps of each logarithm, which is what remains where q is
+          tiny (a misclassified row far from the boundary: there p/q overflows).
         """
         a, z = y * alpha, -y * t
         inside = (a >= 0.0) & (a <= 1.0)
         a = np.where(inside, a, 0.5)  # outside dom ℓ* the value is +inf; keep the arithmetic quiet
-        p, q = expit(z), expit(-z)
+        p, q, log_p, log_q = _sigmoids(z)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            log_p, log_q, log_a, log_b = log_expit(z), log_expit(-z), np.log(a), np.log1p(-a)
+            log_a, log_b = np.log(a), np.log1p(-a)
             gap = a - p
             close = (np.abs(gap) <= 0.5 * p) & (np.abs(gap) <= 0.5 * q)
-            near = a * np.log1p(gap / p) + (1.0 - a) * np.log1p(-gap / q)
-            near_error = 32 * EPS * (np.abs(a * np.log1p(gap / p)) + np.abs((1.0 - a) * np.log1p(-gap / q))
+            towards_p, towards_q = a * np.log1p(gap / p), (1.0 - a) * np.log1p(-gap / q)
+            near = towards_p + towards_q
+            near_error = 32 * EPS * (np.abs(towards_p) + np.abs(towards_q)
                                      + np.abs(gap) * (1.0 + a / p + (1.0 - a) / q)) + 16 * EPS ** 2 * (1.0 + p / q)
             first = np.where(a == 0.0, 0.0, a * (log_a - log_p))
             second = np.where(a == 1.0, 0.0, (1.0 - a) * (log_b - log_q))

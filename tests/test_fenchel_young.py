@@ -96,6 +96,25 @@ def test_row_terms_are_within_their_error_bound(loss, data):
         assert abs(Decimal(float(value[0])) - exact) <= Decimal(float(error[0])) + slack
 
 
+@settings(max_examples=300)
+@given(y=st.sampled_from([-1.0, 1.0]), t=st.floats(650, 760, allow_subnormal=False), sign=st.sampled_from([-1.0, 1.0]),
+       nudge=st.floats(-1e-2, 1e-2, allow_subnormal=False), scale=st.sampled_from([1.0, 0.0, 2.0]))
+def test_logistic_row_terms_within_their_bound_where_the_sigmoid_underflows(y, t, sign, nudge, scale):
+    """Margins of ±650 to ±760, where σ(−|z|) goes subnormal and then to 0 (beyond the largest float's
+    logarithm, as SciPy's expit): the natural dual point nudged, 0, or twice it; within the bound."""
+    loss = Logistic()
+    t = sign * t
+    alpha = -float(loss.derivative(np.float64(y), np.float64(t))) * (1 + nudge) * scale
+    value, error = loss.fenchel_young(np.array([y]), np.array([t]), np.array([alpha]))
+    with localcontext() as context:
+        context.prec = DIGITS
+        exact, slack = _exact_fenchel_young(loss, y, t, alpha)
+        if exact is None:
+            assert value[0] == np.inf
+            return
+        assert abs(Decimal(float(value[0])) - exact) <= Decimal(float(error[0])) + slack
+
+
 @pytest.mark.parametrize("loss", LOSSES, ids=IDS)
 def test_row_terms_vanish_to_rounding_at_the_natural_dual_point(loss):
     """The point of the divergence forms: at −α = ℓ'(t) the value and its error bound are far
