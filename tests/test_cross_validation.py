@@ -344,8 +344,8 @@ def test_dual_folds_need_no_full_fit_for_scores(monkeypatch, refit):
 def test_pipeline_full_fit_by_liblinear_up_to_its_rows_a_feature(monkeypatch, limit):
     """StandardScaler(with_mean=False) + LinearSVC on sparse rows, 5-fold, for the scores alone: the
     full fit that only starts the folds is LIBLINEAR's primal with at most
-    ``START_PRIMAL_ROWS_PER_FEATURE`` rows a feature (here 600 × 7: 75), semismooth Newton's
-    beyond; the scores are the exact refits' either way."""
+    ``START_PRIMAL_ROWS_PER_FEATURE`` rows a feature (here 600 rows, 7 columns with the intercept's:
+    86), semismooth Newton's beyond; the scores are the exact refits' either way."""
     import sklearn_ext.cross_validation as module
 
     monkeypatch.setattr(glru_fold_refit, "START_PRIMAL_ROWS_PER_FEATURE", limit)
