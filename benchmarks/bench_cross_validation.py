@@ -211,14 +211,14 @@ def random_configurations(seed, count):
         yield name, X, y, estimator, int(rng.choice([5, 10]))
 
 
-def drawn_folds(seeds, count):
+def drawn_folds(seeds, count, pipelines=False):
     """(label "seed:index", name, X, y, estimator, StratifiedKFold) of the configurations that
-    :func:`random_configurations` draws from each of ``seeds`` (``count`` each) without a Pipeline
-    and with every class in every fold: the engine's own, for scans of one of its decisions
-    (benchmarks/scan_centres.py, scan_preconditioner.py)."""
+    :func:`random_configurations` draws from each of ``seeds`` (``count`` each) with every class in
+    every fold, and without a Pipeline unless ``pipelines``: the engine's own, for scans of one of its
+    decisions (benchmarks/scan_centres.py, scan_preconditioner.py); all, for scan_exactness.py."""
     for seed in seeds:
         for k, (name, X, y, estimator, folds) in enumerate(random_configurations(seed, count)):
-            if not isinstance(estimator, Pipeline) and np.bincount(y).min() >= folds:
+            if (pipelines or not isinstance(estimator, Pipeline)) and np.bincount(y).min() >= folds:
                 yield f"{seed}:{k}", name, X, y, estimator, StratifiedKFold(folds)
 
 

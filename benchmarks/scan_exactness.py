@@ -17,9 +17,9 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import KFold
 
-from bench_cross_validation import random_configurations
+from bench_cross_validation import drawn_folds
 from sklearn_ext import cross_val_score
 from tests.test_cross_validation import exact_scores
 
@@ -41,32 +41,30 @@ def main():
     warnings.filterwarnings("ignore")
     signal.signal(signal.SIGALRM, _late)
     bad = late = 0
-    for seed in args.seeds:
-        for k, (name, X, y, estimator, folds) in enumerate(random_configurations(seed, args.count)):
-            if np.bincount(y).min() < folds:
+    for drawn, name, X, y, estimator, stratified in drawn_folds(args.seeds, args.count, pipelines=True):
+        folds, k = stratified.get_n_splits(), int(drawn.split(":")[1])
+        for cv, scoring in ((stratified, None), (KFold(folds, shuffle=True, random_state=k), "f1")):
+            label = f"{drawn} {name} {folds}-fold {scoring or 'accuracy'} {type(estimator).__name__}"
+            signal.alarm(args.max_seconds)
+            try:
+                started = time.perf_counter()
+                got = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
+                seconds = time.perf_counter() - started
+                expected = exact_scores(estimator, X, y, cv, scoring=scoring)
+            except _Late:
+                late += 1
+                print(f"LATE {label}", flush=True)
                 continue
-            for cv, scoring in ((StratifiedKFold(folds), None), (KFold(folds, shuffle=True, random_state=k), "f1")):
-                label = f"{seed}:{k} {name} {folds}-fold {scoring or 'accuracy'} {type(estimator).__name__}"
-                signal.alarm(args.max_seconds)
-                try:
-                    started = time.perf_counter()
-                    got = cross_val_score(estimator, X, y, cv=cv, scoring=scoring)
-                    seconds = time.perf_counter() - started
-                    expected = exact_scores(estimator, X, y, cv, scoring=scoring)
-                except _Late:
-                    late += 1
-                    print(f"LATE {label}", flush=True)
-                    continue
-                except Exception as error:  # (reported, counted, and the scan goes on)
-                    bad += 1
-                    print(f"ERROR {label} {error!r}"[:300], flush=True)
-                    continue
-                finally:
-                    signal.alarm(0)
-                same = np.array_equal(got, expected)
-                bad += not same
-                print(f"{'ok' if same else 'MISMATCH'} {label} glru {1e3 * seconds:.0f} ms"
-                      + ("" if same else f" got {got} expected {expected}"), flush=True)
+            except Exception as error:  # (reported, counted, and the scan goes on)
+                bad += 1
+                print(f"ERROR {label} {error!r}"[:300], flush=True)
+                continue
+            finally:
+                signal.alarm(0)
+            same = np.array_equal(got, expected)
+            bad += not same
+            print(f"{'ok' if same else 'MISMATCH'} {label} glru {1e3 * seconds:.0f} ms"
+                  + ("" if same else f" got {got} expected {expected}"), flush=True)
     print(f"seeds {args.seeds}: {bad} bad, {late} late")
     sys.exit(1 if bad else 0)
 

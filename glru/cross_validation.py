@@ -442,9 +442,11 @@ class _Engine:
             return point, None, DUAL_PROBE_EPS
         factor = dual_eps_factor(problem, signs, result.evaluation)
         if _near_its_need(problem, signs, result.evaluation):  # (else the fold's own run, cold, as the others')
+            # (the column sums the run's sign checks made for the box, not made again)
+            summaries = (problem.col_norms_sq, problem.dual_domain) if self.loss.box_narrows_ball else None
             point = solve_held_out(problem.X, problem.y, self.loss, problem.penalty, self.fit_intercept, result.coef,
-                                   result.intercept, X_test, TOL_ROUNDING, "newton", signs=signs, start_open=True,
-                                   start_evaluation=result.evaluation, with_bounds=True)
+                                   result.intercept, X_test, TOL_ROUNDING, "newton", column_summaries=summaries,
+                                   signs=signs, start_open=True, start_evaluation=result.evaluation, with_bounds=True)
         return point, None, None if factor is None else DUAL_PROBE_EPS * FOLD_NEED_SHARE * factor
 
     # ---- stages
