@@ -39,7 +39,7 @@ from .solver import SEMISMOOTH_CHEAP_DIM, SignsDecided, hessian_is_cheap, semism
 
 
 def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels", polished=False,
-               preconditioner=None, stepped=False, known_hessian=None, method=None):
+               preconditioner=None, stepped=False, known_hessian=None, method=None, learned_eps=None):
     """The exact outcome of one fold: certified bounds on its held-out decision values, its
     labels, and (with ``need="values"``) its solution to rounding level.
 
@@ -74,6 +74,9 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
         (:func:`liblinear_pays_off`); :func:`fold_method` of the fold if None. With
         ``"liblinear"`` a fold of many held-out rows is solved from its start unchecked, and a
         sign no certificate decides is polished by conjugate gradients.
+    learned_eps : glru.solver.LearnedDualTolerance, optional
+        Shared by folds solved one after another: the first tolerance of LIBLINEAR's dual's runs,
+        where the fold is solved by them, learned from the folds before it.
 
     Returns
     -------
@@ -142,7 +145,7 @@ def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=()
     coef, intercept, evaluation = solve_held_out(
         X_train, y_train, loss, penalty, fit_intercept, coef, intercept, X_test if need == "labels" else None,
         TOL_ROUNDING, method, summaries, signs, preconditioner, start_open, known_hessian,
-        evaluation if start_open else None, with_evaluation=True, formed_polish=formed_polish)
+        evaluation if start_open else None, with_evaluation=True, formed_polish=formed_polish, learned_eps=learned_eps)
     intercept = intercept if fit_intercept else 0.0
     if np.any(coef[counts == 0]):  # (a preconditioned step mixes the columns): 0 again, and evaluated there
         coef, evaluation = zero_unused_weights(coef, counts), None

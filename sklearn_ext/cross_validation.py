@@ -41,7 +41,7 @@ from glru.newton_centres import outside
 from glru.one_vs_rest import cross_validate_one_vs_rest
 from glru.problem import Problem
 from glru.ridge import held_out_predictions
-from glru.solver import solve, solve_held_out
+from glru.solver import LearnedDualTolerance, solve, solve_held_out
 from glru.standardization import fold_standardizations
 
 from ._adapters import (Unsupported, affine_scaling, is_ridge, learns_from_rows, linear_model, model_input,
@@ -305,13 +305,15 @@ class GLRUCrossValidator(BaseEstimator):
             trusted = (np.abs(shifts).max(axis=0) <= SHIFT_TRUSTED) & (not _reduced_precision(X))
             together = {j: (point, steps, polished and bool(trusted[i]), of_fold, True)
                         for i, (j, steps, (point, polished, of_fold)) in enumerate(zip(stepping, fold_pre, starts))}
-        # folds one after another in this process take their rows into one array (see _FoldRows)
-        rows = _FoldRows() if effective_n_jobs(self.n_jobs) == 1 else None
+        # folds one after another in this process take their rows into one array (see _FoldRows), and the first
+        # tolerance of LIBLINEAR's dual's runs from the folds before them
+        in_turn = effective_n_jobs(self.n_jobs) == 1
+        rows, learned_eps = (_FoldRows(), LearnedDualTolerance()) if in_turn else (None, None)
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose, pre_dispatch=self.pre_dispatch)(
             delayed(_refit_learned_fold)(preprocessing, model, X, y, codes, classes.size, splits[k], start, old,
                                          "values" if train_scores else need,
                                          *together.get(j, (previous_folds[j], None, False, preconditioner, False)),
-                                         rows=rows, start_gram=start_gram, method=method)
+                                         rows=rows, start_gram=start_gram, method=method, learned_eps=learned_eps)
             for j, k in enumerate(trainable))
         solved = time.perf_counter()
         failed = next((r for r in results if isinstance(r, _StepFailed)), None)
@@ -752,7 +754,7 @@ def _start_gram(preprocessing, full, start):
 
 def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, start, old, need, previous=None,
                         fitted_steps=None, polished=False, preconditioner=None, stepped=False, rows=None,
-                        start_gram=None, method=None):
+                        start_gram=None, method=None, learned_eps=None):
     """(fitted steps, held-out outcome) of one split whose steps learn from its training rows;
     the fold starts from the full fit (``start``) where the dimensions agree, or (binary) from
     ``previous``: its solution at a neighbouring grid point if that has the smaller duality
@@ -767,7 +769,9 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
     v ↦ M_j⁻¹v from those steps, for its polish; a multinomial fold's, the full fit's factorized
     Hessian (:func:`_full_fit`). ``rows``: the :class:`_FoldRows` the folds share, where they run one
     after another. ``start_gram``: :func:`_start_gram`'s, or None. ``method``: a binary fold's solve
-    method, :func:`_folds_method`'s (None: the fold's own :func:`glru.fold_refit.fold_method`)."""
+    method, :func:`_folds_method`'s (None: the fold's own :func:`glru.fold_refit.fold_method`).
+    ``learned_eps``: the :class:`~glru.solver.LearnedDualTolerance` the folds share, where they run one
+    after another."""
     train, test = split
     designs = _fold_designs(preprocessing, model, X, y, split, fitted_steps, rows)
     if isinstance(designs, _StepFailed):
@@ -794,7 +798,7 @@ def _refit_learned_fold(preprocessing, model, X, y, codes, n_classes, split, sta
                                                 else [])
             outcome = refit_fold(X_train, np.where(codes[train] == 1, 1.0, -1.0), X_test, model.loss, penalty,
                                  model.fit_intercept, starts, need, polished, preconditioner, stepped, known_hessian,
-                                 method)
+                                 method, learned_eps)
         elif model.multiclass == "multinomial":
             outcome = refit_multinomial_fold(X_train, codes[train], X_test, penalty.lam, model.fit_intercept, coef,
                                              intercept, need, preconditioner)

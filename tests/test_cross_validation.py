@@ -1578,6 +1578,36 @@ def test_probe_fold_near_its_need_goes_on_by_newton(monkeypatch, ratio):
     np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
 
 
+@pytest.mark.parametrize("seed", [0, 2, 4])
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_pipeline_dual_folds_start_at_the_tolerance_that_decided_the_first(monkeypatch, seed, n_jobs):
+    """A Pipeline's folds solved by LIBLINEAR's dual one after another (one job) start their runs at
+    the tolerance of the run that decided the first fold (``glru.solver.LearnedDualTolerance``), not
+    at the solver's own 1e-7, which left the first fold's signs open: StandardScaler + LinearSVC(C=45)
+    on sparse 600 × 1600 (2.5 %), 5-fold. Folds on two (threading) workers each keep the solver's rule.
+    The scores are the exact refits' either way."""
+    from joblib import parallel_config
+
+    solves, solve = [], glru_solver.solve
+    monkeypatch.setattr(glru_solver, "solve", lambda *args, **kwargs: solves.append(
+        (kwargs.get("dual_eps"), solve(*args, **kwargs))) or solves[-1][1])
+    rng = np.random.default_rng(seed)
+    X = sp.random(600, 1600, density=0.025, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+    y = (X @ rng.standard_normal(1600) + 0.3 * rng.standard_normal(600) > 0).astype(int)
+    estimator, cv = make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=45.0)), StratifiedKFold(5)
+    with parallel_config(backend="threading"):
+        scores = cross_val_score(estimator, X, y, cv=cv, n_jobs=n_jobs)
+    folds = [(eps, result) for eps, result in solves if result.method == "liblinear-dual"]
+    assert len(folds) == 5
+    if n_jobs is None:
+        first = folds[0][1].dual_eps
+        assert folds[0][0] is None and first < glru_solver._DUAL_EPS_SIGNS  # (an aimed run decided it)
+        assert [eps for eps, _ in folds[1:]] == [first] * 4
+    else:
+        assert [eps for eps, _ in folds] == [None] * 5
+    np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
+
+
 def test_folds_whose_probe_crawled_in_the_dual_take_semismooth_newton(monkeypatch):
     """make_classification 500 × 700, LinearSVC(C=100), 5-fold: the first fold's one run of
     LIBLINEAR's dual (_Engine._probe, no full fit for cross_val_score) crawls
