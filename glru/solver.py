@@ -659,7 +659,8 @@ class LearnedDualTolerance:
     whole run. As the engine's probe fold teaches its folds (:meth:`glru.cross_validation._Engine._probe`),
     for a Pipeline's folds, which cannot share one probe: each is scaled its own way. StandardScaler +
     LinearSVC(C = 45), sparse 626 × 1648, 10-fold: the first fold was decided at 1e-8 after a run at
-    1e-7, and 7 of the 9 others would have been too."""
+    1e-7, as 5 of the 9 others were (2 aimed at 5e-9 to 6e-9, 2 decided at 1e-7); from 1e-8 each of
+    the 9 took one run, 68 → 56 ms (docs/benchmarks.md, forty-sixth session)."""
 
     def __init__(self):
         self.eps = None
