@@ -60,7 +60,7 @@ from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
 from .semismooth import PIVOT_ALLOWANCE, dual_pieces_apply, pivots_apply
 from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled, dual_eps_factor, dual_solves, polish,
-                     sign_bounds_at, solve, solve_held_out, subsampled_newton)
+                     primal_crawls, sign_bounds_at, solve, solve_held_out, subsampled_newton)
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -320,7 +320,8 @@ class _Engine:
         coef, intercept = self._full_fit_on_X(*hub)
         self.checker = _FoldChecker(self.X, self.y, self.loss, self.fit_intercept, coef, intercept)
         if self.fold_method == "auto" and self.span is None and primal_pays_off_near_hard_margin(
-                self.checker.full, coef, intercept, self.dropped):
+                self.checker.full, coef, intercept, self.dropped) and not primal_crawls(
+                Problem(self.X, self.y, self.loss, self.penalty_for(self.y.size), self.fit_intercept), coef, intercept):
             # the folds are each solved by LIBLINEAR from the full fit, with no centres or steps before
             self.newton = self.newton_cg = self.direct = self.curved = False
             self.fold_method = "liblinear"
@@ -414,7 +415,8 @@ class _Engine:
         stands in for it. Returns (the fold's point where decided, else None; the start of the folds left,
         else None; the first tolerance of their dual's runs, None for the solver's own rule). The fold's
         point comes as :meth:`_solve_open`'s, with its certified bounds.
-        By LIBLINEAR's primal (``fold_method`` "liblinear"): the fold solved from 0, its point the others' start.
+        By LIBLINEAR's primal (``fold_method`` "liblinear"): the fold solved from 0, its point the others' start;
+        they go to semismooth Newton where LIBLINEAR would crawl there (:func:`glru.solver.primal_crawls`).
         By its dual: one run at scikit-learn's own tolerance (``DUAL_PROBE_EPS``), which tells what that
         full fit's one run told, and is often the fold's solution. The folds go to semismooth Newton, from
         its point, where the run crawled (:func:`glru.solver.dual_crawled`) or whole semismooth steps are
@@ -423,12 +425,14 @@ class _Engine:
         signs need (:func:`glru.solver.dual_eps_factor`); the fold itself then goes on from the run's point
         by trust-region Newton where that radius is near what they need (:func:`_near_its_need`), else it is
         left to be solved as the others are (the point returned is None)."""
-        if self.fold_method == "liblinear":
-            point = self._solve([k], self.work_X, [(np.zeros(self.work_X.shape[1]), 0.0)], with_bounds=True)[0]
-            return point, point[:2], None
         fold = self.folds[k]
         problem = Problem(self.work_X[fold.train], self.y[fold.train], self.loss, self.penalty_for(fold.n_train),
                           self.fit_intercept)
+        if self.fold_method == "liblinear":
+            point = self._solve([k], self.work_X, [(np.zeros(self.work_X.shape[1]), 0.0)], with_bounds=True)[0]
+            if primal_crawls(problem, *point[:2]):  # (its own solve went on by semismooth Newton, as the others will)
+                self.fold_method = "semismooth"
+            return point, point[:2], None
         X_test = self.work_X[fold.test]
         signs = SignsDecided(X_test)
         result = solve(problem, tol=TOL_ROUNDING, stop_when=signs, method="liblinear-dual", max_iter=1,
@@ -468,6 +472,8 @@ class _Engine:
         start = self._start()
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol, method=self._method_from(start))
+            if self.fold_method == "liblinear" and primal_crawls(problem, full.coef, full.intercept):
+                self.fold_method = "semismooth"  # (LIBLINEAR's primal would crawl on the folds too)
             if self.fold_method == "liblinear-dual" and (full.method == "liblinear-dual+semismooth" or
                                                          pivots_pay_off(problem, full.coef)):
                 # the dual crawled (glru.solver._dual_crawled), and the folds' would too, or whole

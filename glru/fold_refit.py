@@ -35,7 +35,8 @@ from .one_vs_rest import outcome_from_classes
 from .penalties import L2
 from .problem import Problem
 from .semismooth import applies as piecewise_quadratic, newton_step
-from .solver import SEMISMOOTH_CHEAP_DIM, SignsDecided, hessian_is_cheap, semismooth_by_default, solve_held_out
+from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, hessian_is_cheap, primal_crawls, semismooth_by_default,
+                     solve_held_out)
 
 
 def refit_fold(X_train, y_train, X_test, loss, penalty, fit_intercept, starts=(), need="labels", polished=False,
@@ -206,7 +207,8 @@ def liblinear_pays_off(problem, coef, intercept, dropped):
       its factorizations and Gram matrices are cheap against LIBLINEAR's passes: 10000 × 200
       (condition 240–340) 59–60 against 60–91 ms; 7088 × 219 (0.5 %: two values a row),
       C = 0.88 (52), 63 against 73 ms; 9801 × 24, 1369 × 34, 338 × 14."""
-    if not (liblinear_may_pay_off(problem) and primal_applies(problem.loss, problem.X, dropped)):
+    if not (liblinear_may_pay_off(problem) and primal_applies(problem.loss, problem.X, dropped)) \
+            or primal_crawls(problem, coef, intercept):
         return False
     if primal_pays_off_near_hard_margin(problem, coef, intercept, dropped):
         return True

@@ -34,6 +34,18 @@ def scaled_problem(seed, n, d, sparse):
     return X, np.where(y > 0, 1, 0)
 
 
+def collinear_problem(seed, n=300, d=100):
+    """``make_classification`` with a quarter of its columns redundant (linear combinations of the
+    informative ones), values below 1 in magnitude dropped (CSR, about half stored), labels 0/1:
+    near a hard margin (a large C) fewer rows lie inside it than there are coordinates, and
+    LIBLINEAR's primal crawls (glru.solver.primal_crawls)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n, d, n_informative=30 * d // 100, n_redundant=d // 4, flip_y=0.01, class_sep=1.0,
+                               random_state=seed)
+    return sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0)), y
+
+
 def random_targets(rng, m, loss, d=None):
     if loss in REGRESSION:
         return rng.standard_normal(m) * 2.0

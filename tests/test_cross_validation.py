@@ -1608,6 +1608,32 @@ def test_pipeline_dual_folds_start_at_the_tolerance_that_decided_the_first(monke
     np.testing.assert_array_equal(scores, exact_scores(estimator, X, y, cv))
 
 
+@pytest.mark.parametrize("seed", [2, 3])
+def test_folds_where_liblinears_primal_would_crawl_take_semismooth_newton(monkeypatch, seed):
+    """Collinear columns near a hard margin (``tests._problems.collinear_problem``, LinearSVC(C=300),
+    5-fold): LIBLINEAR's primal would crawl there (``glru.solver.primal_crawls``). The first fold,
+    which stands in for the full fit (``_Engine._probe``), hands over to semismooth Newton within its
+    solve, and the other folds are solved by semismooth Newton from its point, not by LIBLINEAR; with
+    a StandardScaler, the folds are not given LIBLINEAR (``liblinear_pays_off``). The exact refits'
+    scores either way."""
+    import sklearn_ext.cross_validation as ext_cv
+
+    from ._problems import collinear_problem
+
+    methods, solve_held_out = [], glru_cv.solve_held_out
+    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args, **kwargs: methods.append(args[9]) or
+                        solve_held_out(*args, **kwargs))
+    fold_methods, refit_fold = [], ext_cv.refit_fold
+    monkeypatch.setattr(ext_cv, "refit_fold", lambda *args, **kwargs: fold_methods.append(args[12]) or
+                        refit_fold(*args, **kwargs))
+    X, y = collinear_problem(seed)
+    cv = StratifiedKFold(5)
+    for estimator in (LinearSVC(C=300.0), make_pipeline(StandardScaler(with_mean=False), LinearSVC(C=300.0))):
+        np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
+    assert methods == ["liblinear"] + ["semismooth"] * 4
+    assert fold_methods == [None] * 5
+
+
 def test_folds_whose_probe_crawled_in_the_dual_take_semismooth_newton(monkeypatch):
     """make_classification 500 × 700, LinearSVC(C=100), 5-fold: the first fold's one run of
     LIBLINEAR's dual (_Engine._probe, no full fit for cross_val_score) crawls

@@ -605,12 +605,83 @@ def test_primal_liblinear_that_stalls_is_finished_by_semismooth_newton(monkeypat
     monkeypatch.setattr(solver, "_solve_newton", lambda *args, **kwargs: pytest.fail("trust-region Newton–CG"))
     coef, _ = solver.solve_held_out(Z, y[train], get_loss("squared_hinge"), L2(1 / (C * train.size)), False,
                                     np.zeros(Z.shape[1]), 0.0, Z_test, 1e-15, "liblinear")
-    after_runs = [gaps[k] for k in runs]  # (the best gap after each run: one check a run)
+    # (the best gap after each run: one check a run, but for the loose first run from 0, which tells
+    # whether the runs would crawl: glru.solver.primal_crawls)
+    after_runs = [gaps[k] for k in sorted(set(runs))]
     assert after_runs[-1] >= solver.STALLED_GAP_CUT * after_runs[-2]  # the last run stalled ...
     assert all(b < solver.STALLED_GAP_CUT * a for a, b in zip(after_runs[:-2], after_runs[1:-1]))  # ... the others not
     assert len(gaps) > runs[-1] + 1  # (semismooth Newton's checks followed)
     optimum = squared_hinge_optimum(Z.toarray(), y[train], C)
     np.testing.assert_array_equal(Z_test @ coef > 0, Z_test @ optimum > 0)
+
+
+def _fold_of(X, y, C):
+    """The first fold (of 5, stratified) of (X, y) with LinearSVC's penalized intercept column, as
+    a squared-hinge Problem at C, and its held-out rows."""
+    from glru.losses import get_loss
+    from glru.penalties import L2
+    from glru.problem import Problem, with_constant_column
+    from sklearn.model_selection import StratifiedKFold
+
+    train, test = next(iter(StratifiedKFold(5).split(X, y)))
+    Z = with_constant_column(X, 1.0)
+    t = np.where(y > 0, 1.0, -1.0)
+    return Problem(Z[train], t[train], get_loss("squared_hinge"), L2(1 / (C * train.size)), False), Z[test]
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_liblinear_primal_that_would_crawl_hands_over_to_semismooth_newton(monkeypatch, seed):
+    """A cold solve by LIBLINEAR's primal for held-out signs takes a loose run first
+    (``CRAWL_PROBE_EPS``); where the Hessian of the rows inside the margin there is near-singular
+    (fewer of them than coordinates, its Jacobi condition above ``CRAWL_CONDITION``:
+    ``primal_crawls``), semismooth Newton finishes from that point, with no other run: a fold of
+    collinear columns at C = 300, where a run to 1e-6 takes LIBLINEAR ten times semismooth Newton's
+    whole solve. Its held-out signs are the optimum's, computed apart."""
+    import glru.solver as solver
+    from glru.hessian import jacobi_condition
+
+    from ._exact import squared_hinge_optimum
+    from ._problems import collinear_problem
+
+    problem, X_test = _fold_of(*collinear_problem(seed), 300.0)
+    tolerances, train_liblinear = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None:
+                        tolerances.append(float(options.split("-e ")[1])) or train_liblinear(ll_problem, options, init))
+    result = solver.solve(problem, tol=1e-15, stop_when=solver.SignsDecided(X_test), method="liblinear")
+    assert tolerances == [solver.CRAWL_PROBE_EPS] and result.method == "liblinear+semismooth"
+    # (what primal_crawls judged: the point of that run)
+    loose = train_liblinear(solver._liblinear_problem(problem),
+                            f"-s 2 -c {solver._liblinear_C(problem, 2)!r} -q -e {solver.CRAWL_PROBE_EPS!r}")
+    curvatures = problem.loss.second_derivative(problem.y, problem.margins(loose, 0.0)) / problem.n
+    assert np.count_nonzero(curvatures) < problem.d
+    assert jacobi_condition(problem.hessian(curvatures)) > solver.CRAWL_CONDITION
+    optimum = squared_hinge_optimum(problem.X.toarray(), problem.y, 300.0)
+    np.testing.assert_array_equal(X_test @ result.coef > 0, X_test @ optimum > 0)
+
+
+def test_liblinear_primal_that_would_not_crawl_runs_its_schedule(monkeypatch):
+    """Sparse Gaussian rows (independent columns): the cold solve's loose run is not checked, its point
+    does not crawl, and LIBLINEAR's runs go on from 1e-6 (``_PRIMAL_EPS_SIGNS``), as from 0 before.
+    The held-out signs are the optimum's."""
+    import glru.solver as solver
+
+    from ._exact import squared_hinge_optimum
+
+    rng = np.random.default_rng(0)
+    X = sp.random(600, 100, density=0.1, random_state=rng, data_rvs=rng.standard_normal, format="csr")
+    y = np.where(X @ rng.standard_normal(100) + 0.5 * rng.standard_normal(600) > 0, 1.0, -1.0)
+    problem, X_test = _fold_of(X, y, 5.0)
+    tolerances, train_liblinear = [], solver._liblinear_train
+    monkeypatch.setattr(solver, "_liblinear_train", lambda ll_problem, options, init=None:
+                        tolerances.append(float(options.split("-e ")[1])) or train_liblinear(ll_problem, options, init))
+    checks, evaluate = [], solver._GapMonitor._evaluate
+    monkeypatch.setattr(solver._GapMonitor, "_evaluate", lambda monitor, *point: checks.append(len(tolerances)) or
+                        evaluate(monitor, *point))
+    result = solver.solve(problem, tol=1e-15, stop_when=solver.SignsDecided(X_test), method="liblinear")
+    assert result.method == "liblinear" and tolerances[:2] == [solver.CRAWL_PROBE_EPS, solver._PRIMAL_EPS_SIGNS]
+    assert 1 not in checks  # (no check after the loose run)
+    optimum = squared_hinge_optimum(problem.X.toarray(), problem.y, 5.0)
+    np.testing.assert_array_equal(X_test @ result.coef > 0, X_test @ optimum > 0)
 
 
 @pytest.mark.parametrize("decades", [0, 4])
