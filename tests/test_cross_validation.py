@@ -1583,7 +1583,7 @@ def test_probe_fold_near_its_need_goes_on_by_newton(monkeypatch, ratio):
 def test_pipeline_dual_folds_start_at_the_tolerance_that_decided_the_first(monkeypatch, seed, n_jobs):
     """A Pipeline's folds solved by LIBLINEAR's dual one after another (one job) start their runs at
     the tolerance of the run that decided the first fold (``glru.solver.LearnedDualTolerance``), not
-    at the solver's own 1e-7, which left the first fold's signs open: StandardScaler + LinearSVC(C=45)
+    at the solver's own 1e-7, which leaves the first fold's signs open: StandardScaler + LinearSVC(C=45)
     on sparse 600 × 1600 (2.5 %), 5-fold. Folds on two (threading) workers each keep the solver's rule.
     The scores are the exact refits' either way."""
     from joblib import parallel_config
@@ -1601,7 +1601,9 @@ def test_pipeline_dual_folds_start_at_the_tolerance_that_decided_the_first(monke
     assert len(folds) == 5
     if n_jobs is None:
         first = folds[0][1].dual_eps
-        assert folds[0][0] is None and first < glru_solver._DUAL_EPS_SIGNS  # (an aimed run decided it)
+        # (an aimed run decided it here; LIBLINEAR's dual visits the rows in an order drawn from the C library's
+        # generator, which other tests move: its first run may decide it too)
+        assert folds[0][0] is None and first <= glru_solver._DUAL_EPS_SIGNS
         assert [eps for eps, _ in folds[1:]] == [first] * 4
     else:
         assert [eps for eps, _ in folds] == [None] * 5
