@@ -206,7 +206,10 @@ def liblinear_pays_off(problem, coef, intercept, dropped):
       LIBLINEAR's conjugate gradients crawl (a9a.t 0.11 → 1.86 s). Semismooth Newton stays where
       its factorizations and Gram matrices are cheap against LIBLINEAR's passes: 10000 × 200
       (condition 240–340) 59–60 against 60–91 ms; 7088 × 219 (0.5 %: two values a row),
-      C = 0.88 (52), 63 against 73 ms; 9801 × 24, 1369 × 34, 338 × 14."""
+      C = 0.88 (52), 63 against 73 ms; 9801 × 24, 1369 × 34, 338 × 14.
+
+    Never where LIBLINEAR would crawl at the full fit (:func:`glru.solver.primal_crawls`), near a hard
+    margin too."""
     if not (liblinear_may_pay_off(problem) and primal_applies(problem.loss, problem.X, dropped)) \
             or primal_crawls(problem, coef, intercept):
         return False

@@ -731,7 +731,9 @@ def _solve_liblinear(problem, coef, intercept, tol, max_iter, stop_when=None, ll
                      open_start=None):
     """LIBLINEAR's trust-region Newton (``-s 0``, ``2`` or ``11``) from (coef, intercept), rerun
     warm with a tighter tolerance until the gap or ``stop_when`` is satisfied (see
-    ``_PRIMAL_EPS_SIGNS``), finished by trust-region Newton where its tolerances run out.
+    ``_PRIMAL_EPS_SIGNS``), finished by trust-region Newton where its tolerances run out. From 0,
+    where semismooth Newton is cheap, the first run is loose (``CRAWL_PROBE_EPS``), and semismooth
+    Newton finishes from its point where the runs would crawl there (:func:`primal_crawls`).
     ``ll_problem``: :func:`_liblinear_problem` of ``problem``, and ``monitor``: the
     :class:`_GapMonitor` that has checked (coef, intercept) already, where the caller has them;
     ``open_start``: see :class:`_GapMonitor`."""
