@@ -59,8 +59,9 @@ from .losses import SquaredHinge
 from .newton_centres import NewtonCentres, outside
 from .problem import Problem, assemble_gap, col_norms_sq, compact_indices, dual_domain_terms, frobenius_bound, row_norms_sq
 from .semismooth import PIVOT_ALLOWANCE, dual_pieces_apply, pivots_apply
-from .solver import (SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled, dual_eps_factor, dual_solves, polish,
-                     primal_crawls, sign_bounds_at, solve, solve_held_out, subsampled_newton)
+from .solver import (FULL_FIT_CRAWL_ROWS_PER_COORDINATE, SEMISMOOTH_CHEAP_DIM, SignsDecided, dual_crawled,
+                     dual_eps_factor, dual_solves, polish, primal_crawls, sign_bounds_at, solve, solve_held_out,
+                     subsampled_newton)
 from .span import RowSpan
 
 TOL_EXACT = 1e-10  # relative duality gap of the full fit when only labels are needed
@@ -472,8 +473,9 @@ class _Engine:
         start = self._start()
         if not self.newton:
             full = solve(problem, *start, tol=self.full_tol, method=self._method_from(start))
-            if self.fold_method == "liblinear" and primal_crawls(problem, full.coef, full.intercept):
-                self.fold_method = "semismooth"  # (LIBLINEAR's primal would crawl on the folds too)
+            if self.fold_method == "liblinear" and primal_crawls(problem, full.coef, full.intercept,
+                                                                 FULL_FIT_CRAWL_ROWS_PER_COORDINATE):
+                self.fold_method = "semismooth"  # (LIBLINEAR's primal would crawl on the folds)
             if self.fold_method == "liblinear-dual" and (full.method == "liblinear-dual+semismooth" or
                                                          pivots_pay_off(problem, full.coef)):
                 # the dual crawled (glru.solver._dual_crawled), and the folds' would too, or whole

@@ -1636,6 +1636,31 @@ def test_folds_where_liblinears_primal_would_crawl_take_semismooth_newton(monkey
     assert fold_methods == [None] * 5
 
 
+def test_folds_from_a_full_fit_where_liblinears_primal_would_crawl_take_semismooth_newton(monkeypatch):
+    """Where every fold is solved to rounding level from the full fit (roc_auc needs the decision
+    values), the full fit is judged for its folds with up to twice as many rows inside its margin as
+    coordinates (``FULL_FIT_CRAWL_ROWS_PER_COORDINATE``): collinear columns at C = 30
+    (``tests._problems.collinear_problem``), whose full fit holds 1.05 rows a coordinate inside the
+    margin (Jacobi condition about 7e6). The folds go to semismooth Newton, not LIBLINEAR; the
+    scores are the exact refits'."""
+    from glru.penalties import L2
+
+    from ._problems import collinear_problem
+
+    X, y = collinear_problem(1)
+    full = Problem(X, np.where(y == 1, 1.0, -1.0), get_loss("squared_hinge"), L2(1 / (30.0 * y.size)), False)
+    optimum = glru_solver.solve(full, tol=1e-12, method="semismooth")
+    assert not glru_solver.primal_crawls(full, optimum.coef, optimum.intercept)  # (more rows than coordinates)
+    assert glru_solver.primal_crawls(full, optimum.coef, optimum.intercept, glru_cv.FULL_FIT_CRAWL_ROWS_PER_COORDINATE)
+    methods, solve_held_out = [], glru_cv.solve_held_out
+    monkeypatch.setattr(glru_cv, "solve_held_out", lambda *args, **kwargs: methods.append(args[9]) or
+                        solve_held_out(*args, **kwargs))
+    estimator, cv = LinearSVC(C=30.0), StratifiedKFold(5)
+    scores = cross_val_score(estimator, X, y, cv=cv, scoring="roc_auc")
+    assert methods == ["semismooth"] * 5
+    np.testing.assert_allclose(scores, exact_scores(estimator, X, y, cv, scoring="roc_auc"), rtol=1e-12)
+
+
 def test_folds_whose_probe_crawled_in_the_dual_take_semismooth_newton(monkeypatch):
     """make_classification 500 × 700, LinearSVC(C=100), 5-fold: the first fold's one run of
     LIBLINEAR's dual (_Engine._probe, no full fit for cross_val_score) crawls
