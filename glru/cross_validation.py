@@ -431,7 +431,8 @@ class _Engine:
                           self.fit_intercept)
         if self.fold_method == "liblinear":
             point = self._solve([k], self.work_X, [(np.zeros(self.work_X.shape[1]), 0.0)], with_bounds=True)[0]
-            if primal_crawls(problem, *point[:2]):  # (its own solve went on by semismooth Newton, as the others will)
+            # (judged at the fold's optimum, where the others start; its own solve judged its loose point)
+            if primal_crawls(problem, *point[:2]):
                 self.fold_method = "semismooth"
             return point, point[:2], None
         X_test = self.work_X[fold.test]
