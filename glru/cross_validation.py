@@ -694,9 +694,10 @@ class _Engine:
             return False
         # the rows moved most, at most a REFRESH_MAX_FRACTION of them: the update's cost is their
         # Gram matrix (a sparse Hessian costs ~100 gradients on w8a), its gain the shift left
+        # (with ties at the count-th largest, or a count of 1, a threshold at it would keep no row)
         count = max(1, int(REFRESH_MAX_FRACTION * fold.n_train))  # the held-out rows' 0s are below these
-        threshold = max(REFERENCE_SHIFT, float(np.partition(moved, moved.size - count)[moved.size - count]))
-        rows = np.flatnonzero(moved > threshold)
+        top = np.argpartition(moved, moved.size - count)[moved.size - count:]
+        rows = np.sort(top[moved[top] > REFERENCE_SHIFT])
         del moved
         change = self.loss.second_derivative(self.y[rows], margins[rows]) \
             - self.loss.second_derivative(self.y[rows], self._reference_at(k, rows))
