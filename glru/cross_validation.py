@@ -1030,11 +1030,12 @@ class _Engine:
                         pending.append((k, z, gradient, margins))
                 elif at_rounding or stopped:
                     finished.append(k)
-                elif curved:
-                    previous[k], moves[k] = size, anderson[k].next(z, -step)
                 else:
                     gradient_norms[k] = np.linalg.norm(gradient)
-                    advance(k, margins, size, anderson[k].next(z, -step))
+                    if curved:
+                        previous[k], moves[k] = size, anderson[k].next(z, -step)
+                    else:
+                        advance(k, margins, size, anderson[k].next(z, -step))
             if pending:
                 take_newton_steps()
             for k, (outcome, radius, floor) in zip(check, self._certify(check, [centres[k] for k in check])):

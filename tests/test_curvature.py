@@ -275,3 +275,22 @@ def test_refresh_takes_the_rows_moved_most_when_duplicates_tie_there():
         cv = ShuffleSplit(4, test_size=0.25, random_state=seed)
         np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv, scoring="f1"),
                                       exact_scores(estimator, X, y, cv, scoring="f1"))
+
+
+def test_fold_with_curvature_certificate_whose_chord_steps_stop_takes_newton_steps():
+    """Columns of 1e8 (LogisticRegression(C = 1), 40 × 6, 5-fold): a fold certified by curvature whose
+    chord steps stop contracting goes on by Newton–CG, after checking whether its last chord step
+    raised the gradient. That check read a gradient norm that only folds without a curvature
+    certificate recorded (KeyError). The scores are those of exact refits."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from sklearn_ext import cross_val_score
+    from .test_cross_validation import exact_scores
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 6))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(40) > 0).astype(int)
+    X *= 1e8
+    estimator, cv = LogisticRegression(), StratifiedKFold(5)
+    np.testing.assert_array_equal(cross_val_score(estimator, X, y, cv=cv), exact_scores(estimator, X, y, cv))
