@@ -354,9 +354,10 @@ def _solve_newton(problem, coef, intercept, tol, max_iter, stop_when, max_produc
     spent), else with LIBLINEAR (where it applies and no early exit is asked for) or SciPy's
     line-search Newton-CG, each from the best point so far. ``open_start``: see
     :class:`_GapMonitor`. ``tried``: the methods ("newton", "semismooth", "liblinear") that ran
-    before in this solve's chain of finishes, which is not handed back to them: each hands on to the
-    others where it stalls, and on a problem where all three stall (LinearSVC(C=38) on 28 × 371,
-    columns scaled over six decades) the chain went round 40 times a fold (20 s for 10 folds)."""
+    before in this solve's chain of finishes, which does not hand back to them (but for this one,
+    which always finishes semismooth Newton's steps): each hands on to the others where it stalls,
+    and on a problem where all three stall (LinearSVC(C=38) on 28 × 371, columns scaled over six
+    decades) the chain went round 40 times a fold (20 s for 10 folds)."""
     monitor = _GapMonitor(problem, tol, stop_when, open_start)
     if monitor.check(coef, intercept):
         return monitor.result("newton", 0)
