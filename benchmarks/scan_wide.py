@@ -20,6 +20,7 @@ crashes and the solver cycle of the forty-seventh session (docs/benchmarks.md)::
 
     PYTHONPATH=. python benchmarks/scan_wide.py --seeds 1 2 --count 300
     PYTHONPATH=. python benchmarks/scan_wide.py --seeds 7 --count 300 --multiclass
+    PYTHONPATH=. python benchmarks/scan_wide.py --seeds 15 --count 150 --jobs 2
 """
 import argparse
 import sys
@@ -165,6 +166,7 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", required=True)
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--multiclass", action="store_true")
+    parser.add_argument("--jobs", type=int, help="glru's n_jobs (its folds on worker processes)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     bad = 0
@@ -185,7 +187,7 @@ def main():
                 started = time.perf_counter()
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    got = cross_val_score(estimator, X, labels, cv=cv, scoring=scoring)
+                    got = cross_val_score(estimator, X, labels, cv=cv, scoring=scoring, n_jobs=args.jobs)
                 seconds = time.perf_counter() - started
                 fell_back = any(issubclass(w.category, FallbackWarning) for w in caught)
                 if fell_back and random_unless_seeded(estimator):
