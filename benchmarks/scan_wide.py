@@ -14,8 +14,9 @@ scikit-learn's error_score, is NaN), to 1e-7 relative for roc_auc and log-loss; 
 computation to scikit-learn (its FallbackWarning), they must equal scikit-learn's own (except where
 that is random: saga, or the dual's row order, without a random_state). A value score that differs
 where the exact refit's held-out values hold rounding-level ties is printed as TIED, not counted:
-the ranking of values equal at the optimum is rounding's. Prints ERROR, MISMATCH, TIED and SLOW (more
-than 3 s); exits 1 on any error or mismatch. Not a test: minutes a seed. Found the two
+the ranking of values equal at the optimum is rounding's; one that differs where an exact refit fell
+short of its optimum (its ConvergenceWarning) as NOREF. Prints ERROR, MISMATCH, TIED, NOREF and SLOW
+(more than 3 s); exits 1 on any error or mismatch. Not a test: minutes a seed. Found the two
 crashes and the solver cycle of the forty-seventh session (docs/benchmarks.md)::
 
     PYTHONPATH=. python benchmarks/scan_wide.py --seeds 1 2 --count 300
@@ -30,6 +31,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import KFold, LeaveOneOut, RepeatedStratifiedKFold, ShuffleSplit, StratifiedKFold
@@ -123,10 +125,14 @@ def draw_scoring(rng, estimator, cv, classes):
 
 def exact_scores(estimator, X, y, cv, scoring):
     """(each fold's score of an exact refit, NaN where the scorer cannot score the fold; whether some
-    fold's held-out decision values hold two apart by rounding only, ``rounding_ties``)."""
-    scorer, scores, tied = check_scoring(estimator, scoring=scoring), [], False
+    fold's held-out decision values hold two apart by rounding only, ``rounding_ties``; whether some
+    refit fell short of its optimum, with a ConvergenceWarning: then it is no reference)."""
+    scorer, scores, tied, short = check_scoring(estimator, scoring=scoring), [], False, False
     for train, test in cv.split(X, y):
-        model = exact_estimator(estimator, X[train], y[train])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model = exact_estimator(estimator, X[train], y[train])
+        short = short or any(issubclass(w.category, ConvergenceWarning) for w in caught)
         tied = tied or rounding_ties(model.decision_function(X[test]))
         try:
             scores.append(scorer(TiesToFirstClass(model), X[test], y[test]))
@@ -134,7 +140,7 @@ def exact_scores(estimator, X, y, cv, scoring):
             if not any(text in str(error) for text in UNSCORABLE):
                 raise
             scores.append(np.nan)
-    return np.array(scores), tied
+    return np.array(scores), tied, short
 
 
 def rounding_ties(values):
@@ -167,6 +173,7 @@ def main():
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--multiclass", action="store_true")
     parser.add_argument("--jobs", type=int, help="glru's n_jobs (its folds on worker processes)")
+    parser.add_argument("--draws", type=int, nargs="+", help="only these draws of each seed (to run one again)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     bad = 0
@@ -181,6 +188,8 @@ def main():
             cv = draw_split(rng, k, y.size)
             scoring = draw_scoring(rng, estimator, cv, np.unique(y).size)
             labels = np.array(["no", "yes", "other"])[y] if rng.random() < 0.2 else y
+            if args.draws and k not in args.draws:
+                continue
             label = f"{seed}:{k} {kind} {X.shape} {'sparse' if sp.issparse(X) else 'dense'} {estimator!r} {cv} {scoring}"
             label = " ".join(label.split())
             try:
@@ -192,8 +201,8 @@ def main():
                 fell_back = any(issubclass(w.category, FallbackWarning) for w in caught)
                 if fell_back and random_unless_seeded(estimator):
                     continue
-                expected, tied = (sklearn_cross_val_score(estimator, X, labels, cv=cv, scoring=scoring), False) \
-                    if fell_back else exact_scores(estimator, X, labels, cv, scoring)
+                expected, tied, short = (sklearn_cross_val_score(estimator, X, labels, cv=cv, scoring=scoring), False,
+                                         False) if fell_back else exact_scores(estimator, X, labels, cv, scoring)
             except Exception as error:  # (reported, counted, and the scan goes on)
                 if "no exact reference" in str(error) or raises_alike(error, estimator, X, labels, cv, scoring):
                     continue  # (multinomial elastic-net: tests._exact has none; or scikit-learn raises as glru does)
@@ -203,8 +212,8 @@ def main():
             values = not fell_back and scoring is not None and ("roc_auc" in scoring or "log_loss" in scoring)
             same = np.allclose(got, expected, rtol=1e-7, atol=1e-10, equal_nan=True) if values \
                 else np.array_equal(got, expected, equal_nan=True)
-            if not same and values and tied:  # (the scores of values tied at the optimum: see rounding_ties)
-                print(f"TIED {label} got {got} expected {expected}", flush=True)
+            if not same and (values and tied or short):  # (values tied at the optimum: see rounding_ties)
+                print(f"{'NOREF' if short else 'TIED'} {label} got {got} expected {expected}", flush=True)
                 continue
             bad += not same
             if not same:
