@@ -75,9 +75,11 @@ def draw_data(rng, multiclass):
 
 
 def draw_estimator(rng, sparse, multiclass):
-    C, fit_intercept, model = float(np.exp(rng.uniform(np.log(1e-3), np.log(1e3)))), bool(rng.random() < 0.7), rng.random()
+    C = float(np.exp(rng.uniform(np.log(1e-3), np.log(1e3))))
+    fit_intercept, model = bool(rng.random() < 0.7), rng.random()
     if model < 0.35:
-        estimator = LinearSVC(C=C, fit_intercept=fit_intercept, intercept_scaling=float(rng.choice([1.0, 1.0, 0.5, 10.0])))
+        scaling = float(rng.choice([1.0, 1.0, 0.5, 10.0]))
+        estimator = LinearSVC(C=C, fit_intercept=fit_intercept, intercept_scaling=scaling)
     elif model < 0.8:
         estimator = LogisticRegression(C=C, fit_intercept=fit_intercept)
     else:
@@ -190,8 +192,8 @@ def main():
             labels = np.array(["no", "yes", "other"])[y] if rng.random() < 0.2 else y
             if args.draws and k not in args.draws:
                 continue
-            label = f"{seed}:{k} {kind} {X.shape} {'sparse' if sp.issparse(X) else 'dense'} {estimator!r} {cv} {scoring}"
-            label = " ".join(label.split())
+            storage = "sparse" if sp.issparse(X) else "dense"
+            label = " ".join(f"{seed}:{k} {kind} {X.shape} {storage} {estimator!r} {cv} {scoring}".split())
             try:
                 started = time.perf_counter()
                 with warnings.catch_warnings(record=True) as caught:
