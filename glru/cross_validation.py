@@ -937,7 +937,6 @@ class _Engine:
         # steps): the gradient norm and forcing term of their last step (None before the first),
         # from which the next forcing term follows (see glru.fold_steps.forcing_terms)
         newton = {k: None for k in active if solvers[k] is None}
-        truncated = set()  # of those, the folds whose last Newton–CG step was of rounding size
         polishing = {}  # of those, the ones at the objective's rounding level (see _newton_cg_steps)
         # of those, the certified radius per unit gradient norm seen last, and the gradient norm at
         # their current point: what sets how far a step must go (see _needed_forcing)
@@ -982,7 +981,6 @@ class _Engine:
                     if size <= 4 * EPS * (1.0 + np.linalg.norm(z)):  # no progress left: rounding level
                         centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
                         finished.append(k)
-                        truncated.add(k)
                     else:
                         advance(k, margins, size, z + step)
                 pending.clear()
@@ -1050,13 +1048,13 @@ class _Engine:
             for k, (outcome, _, _) in zip(finished, self._certify(finished, [centres[k] for k in finished])):
                 # no more progress: at rounding level this centre is the polished optimum (as
                 # glru.solver.polish would leave it); otherwise a solve takes over. Not for values the
-                # bounds leave open where the last step was a truncated Newton–CG step's: a step of
+                # bounds leave open after truncated Newton–CG steps (the folds in ``newton``): a step of
                 # rounding size there only says CG's first iterations found nothing more to do, and on
                 # columns scaled over six decades (condition ~1e12) the held-out values were still 4e-7
                 # from the exact refit's; the solve's polish takes them there
                 outcome.solved = True
                 outcome.settled = outcome.rounded and self._open(outcome) and not (
-                    self.need == "values" and k in truncated)
+                    self.need == "values" and k in newton)
                 outcomes[k] = outcome
             for k, z in moves.items():
                 centres[k] = (z[:-1], z[-1]) if self.fit_intercept else (z, 0.0)
